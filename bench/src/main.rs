@@ -1,0 +1,2 @@
+//! ringlog-bench.
+fn main() {}

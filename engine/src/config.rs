@@ -1,0 +1,86 @@
+//! Runtime configuration of a journal, validated once before the first byte moves.
+
+use crate::constants::{
+    COMMITS_IN_FLIGHT_DEFAULT, COMMITS_IN_FLIGHT_MAX, READS_IN_FLIGHT_MAX,
+    READ_CACHE_BUFFERS_DEFAULT, READ_CACHE_BUFFERS_MAX, SECTOR_SIZE, SEGMENT_SIZE_DEFAULT,
+    SEGMENT_SIZE_MAX, SEGMENT_SIZE_MIN,
+};
+
+/// How a commit is made durable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyncMode {
+    /// One O_DIRECT write linked (IOSQE_IO_LINK) to an fdatasync. Default: on the development
+    /// machines it equals the single-SQE variant at QD1 and is the form every kernel and file
+    /// system honours (see docs/durability.md for the measurements).
+    LinkedFdatasync,
+    /// One O_DIRECT write with RWF_DSYNC: a single SQE, one completion.
+    Dsync,
+}
+
+/// Journal settings. Every field documents its default and bounds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Bytes per segment file. Default: 1 GiB. Bounds: 64 KiB ..= 4 GiB - 4 KiB, a multiple
+    /// of 4 KiB and at least two largest batches... (checked: ≥ `SEGMENT_SIZE_MIN`).
+    pub segment_size: u64,
+    /// Commits allowed in flight at once. Default: 2. Bounds: 1 ..= 4.
+    pub commits_in_flight_max: usize,
+    /// How commits become durable. Default: `LinkedFdatasync`.
+    pub sync_mode: SyncMode,
+    /// Recent commit buffers kept to serve tailing reads from memory. Default: 2. Bounds:
+    /// 0 ..= 16.
+    pub read_cache_buffers: usize,
+    /// Disk reads in flight. Default: 16. Bounds: 1 ..= 64.
+    pub reads_in_flight_max: usize,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            segment_size: SEGMENT_SIZE_DEFAULT,
+            commits_in_flight_max: COMMITS_IN_FLIGHT_DEFAULT,
+            sync_mode: SyncMode::LinkedFdatasync,
+            read_cache_buffers: READ_CACHE_BUFFERS_DEFAULT,
+            reads_in_flight_max: 16,
+        }
+    }
+}
+
+/// A configuration value out of bounds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The field.
+    pub field: &'static str,
+    /// The bounds it must meet.
+    pub expected: &'static str,
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "invalid {}: must be {}", self.field, self.expected)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl Config {
+    /// Checks every bound; called by `Journal::open`.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let segment_ok = (SEGMENT_SIZE_MIN..=SEGMENT_SIZE_MAX).contains(&self.segment_size)
+            && self.segment_size % SECTOR_SIZE as u64 == 0;
+        if !segment_ok {
+            let expected = "a multiple of 4096 between 65536 and 4294963200";
+            return Err(ConfigError { field: "segment_size", expected });
+        }
+        if !(1..=COMMITS_IN_FLIGHT_MAX).contains(&self.commits_in_flight_max) {
+            return Err(ConfigError { field: "commits_in_flight_max", expected: "1..=4" });
+        }
+        if self.read_cache_buffers > READ_CACHE_BUFFERS_MAX {
+            return Err(ConfigError { field: "read_cache_buffers", expected: "0..=16" });
+        }
+        if !(1..=READS_IN_FLIGHT_MAX).contains(&self.reads_in_flight_max) {
+            return Err(ConfigError { field: "reads_in_flight_max", expected: "1..=64" });
+        }
+        Ok(())
+    }
+}

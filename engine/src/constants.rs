@@ -1,0 +1,86 @@
+//! Every compile-time limit of the engine, with the relations between them checked.
+
+/// O_DIRECT alignment and the unit of journal writes. 4 KiB matches the physical block size of
+/// the disks we target, so no write is a read-modify-write in the device.
+pub const SECTOR_SIZE: usize = 4096;
+
+/// Size of a journal record header (see `record.rs` and docs/format.md).
+pub const RECORD_HEADER_SIZE: usize = 64;
+
+/// Records start on 8-byte boundaries so headers never straddle odd addresses.
+pub const RECORD_ALIGNMENT: usize = 8;
+
+/// Largest record payload: the largest BookKeeper entry body a 5 MiB + 10 KiB frame can carry.
+pub const RECORD_PAYLOAD_SIZE_MAX: usize = 5_253_120;
+
+/// Largest record on disk, header and alignment padding included.
+pub const RECORD_SIZE_MAX: usize = RECORD_HEADER_SIZE + RECORD_PAYLOAD_SIZE_MAX + RECORD_ALIGNMENT;
+
+/// Each segment starts with one sector holding its header; records follow.
+pub const SEGMENT_HEADER_SIZE: usize = SECTOR_SIZE;
+
+/// Segment sizes are bounded so a position fits the index's `u32` and a segment is not so small
+/// that the largest record cannot fit.
+pub const SEGMENT_SIZE_MIN: u64 = 64 * 1024;
+/// See `SEGMENT_SIZE_MIN`.
+pub const SEGMENT_SIZE_MAX: u64 = 4 * 1024 * 1024 * 1024 - SECTOR_SIZE as u64;
+/// Default segment size: 1 GiB keeps file creation rare while a full scan stays under a second.
+pub const SEGMENT_SIZE_DEFAULT: u64 = 1024 * 1024 * 1024;
+
+/// Largest commit (one O_DIRECT write). It must hold the largest record plus sector padding.
+pub const BATCH_BYTES_MAX: usize = 8 * 1024 * 1024;
+/// Most records staged into one commit; bounds the per-commit bookkeeping arrays.
+pub const BATCH_RECORDS_MAX: usize = 16 * 1024;
+
+/// Most commits in flight at once (the configured value is validated against this).
+pub const COMMITS_IN_FLIGHT_MAX: usize = 4;
+/// Default commits in flight: two overlap one fdatasync with the next write (disk-floor.md, 6).
+pub const COMMITS_IN_FLIGHT_DEFAULT: usize = 2;
+
+/// Most recent durable commit buffers kept in memory to serve tailing reads without disk I/O.
+pub const READ_CACHE_BUFFERS_MAX: usize = 16;
+/// Default number of cached commit buffers.
+pub const READ_CACHE_BUFFERS_DEFAULT: usize = 2;
+
+/// Most disk reads in flight per journal; beyond this `read` answers `Busy`.
+pub const READS_IN_FLIGHT_MAX: usize = 64;
+/// Size of each read buffer: one largest record, sector-aligned at both ends.
+pub const READ_BUFFER_SIZE: usize = align_up_const(RECORD_SIZE_MAX, SECTOR_SIZE) + SECTOR_SIZE;
+
+/// Zero-fill of a new segment goes in chunks of this size, one in flight, so preparation never
+/// monopolises the disk queue while commits are running.
+pub const ZERO_CHUNK_SIZE: usize = 1024 * 1024;
+
+/// Entries of one ledger must be dense enough for the index's array: an add more than this many
+/// ids beyond the ledger's highest entry is refused (BookKeeper clients add sequentially).
+pub const ENTRY_GAP_MAX: u64 = 1024 * 1024;
+
+/// Master key length fixed by the BookKeeper protocol (SHA-1 digest).
+pub const MASTER_KEY_SIZE: usize = 20;
+
+/// How many bytes past the first bad record recovery inspects to tell a torn tail from
+/// corruption: everything that can be in flight at a crash, plus one largest record.
+pub const RECOVERY_WINDOW_SIZE: usize = COMMITS_IN_FLIGHT_MAX * BATCH_BYTES_MAX + RECORD_SIZE_MAX;
+
+/// Recovery reads segments in chunks of this size.
+pub const RECOVERY_CHUNK_SIZE: usize = 8 * 1024 * 1024;
+
+const fn align_up_const(value: usize, alignment: usize) -> usize {
+    value.div_ceil(alignment) * alignment
+}
+
+const _: () = assert!(SECTOR_SIZE.is_power_of_two());
+const _: () = assert!(RECORD_ALIGNMENT.is_power_of_two());
+const _: () = assert!(SECTOR_SIZE % RECORD_ALIGNMENT == 0);
+const _: () = assert!(RECORD_HEADER_SIZE % RECORD_ALIGNMENT == 0);
+const _: () = assert!(BATCH_BYTES_MAX % SECTOR_SIZE == 0);
+const _: () = assert!(BATCH_BYTES_MAX >= RECORD_SIZE_MAX + SECTOR_SIZE);
+const _: () = assert!(SEGMENT_SIZE_MIN % SECTOR_SIZE as u64 == 0);
+const _: () = assert!(SEGMENT_SIZE_MAX % SECTOR_SIZE as u64 == 0);
+const _: () = assert!(SEGMENT_SIZE_DEFAULT % SECTOR_SIZE as u64 == 0);
+const _: () = assert!(SEGMENT_SIZE_MAX <= u32::MAX as u64);
+const _: () = assert!(ZERO_CHUNK_SIZE % SECTOR_SIZE == 0);
+const _: () = assert!(RECOVERY_CHUNK_SIZE % SECTOR_SIZE == 0);
+const _: () = assert!(READ_BUFFER_SIZE % SECTOR_SIZE == 0);
+const _: () = assert!(COMMITS_IN_FLIGHT_DEFAULT <= COMMITS_IN_FLIGHT_MAX);
+const _: () = assert!(READ_CACHE_BUFFERS_DEFAULT <= READ_CACHE_BUFFERS_MAX);

@@ -1,0 +1,136 @@
+//! The `Disk` trait: the only seam between the journal and storage.
+//!
+//! Two implementations: `uring::UringDisk` (io_uring, O_DIRECT, a real directory) and
+//! `disk::sim::SimDisk` (memory, with "live" and "durable" images kept apart and faults).
+//! Buffers handed to the kernel are owned by the disk, never by the caller: a buffer in flight
+//! cannot be touched (`buffer_mut` asserts), which is what makes the io_uring side sound.
+
+pub mod sim;
+
+use crate::ids::SegmentId;
+use std::io;
+
+/// Index of a buffer allocated by `Disk::buffers_allocate`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct BufferId(pub u32);
+
+/// Caller-chosen tag that comes back with a completion.
+pub type DiskToken = u64;
+
+/// What a completion is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DiskOp {
+    /// A data write (a commit, or one zero-fill chunk, or a segment header).
+    Write,
+    /// An fdatasync (linked after a write, or alone).
+    Sync,
+    /// A read into a buffer.
+    Read,
+}
+
+/// One finished asynchronous operation: `result` is bytes transferred or `-errno`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DiskCompletion {
+    /// The token given at submission.
+    pub token: DiskToken,
+    /// Which part of the submission finished.
+    pub op: DiskOp,
+    /// Bytes transferred (write, read), 0 (sync), or a negative errno.
+    pub result: i32,
+}
+
+/// How a write becomes durable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteSync {
+    /// No sync: the write alone (zero-fill chunks, headers; synced later).
+    None,
+    /// The write, then an fdatasync linked with IOSQE_IO_LINK: two completions.
+    LinkedFdatasync,
+    /// One write with RWF_DSYNC: one completion, durable when it succeeds.
+    Dsync,
+}
+
+/// Why an asynchronous submission could not be queued.
+#[derive(Debug)]
+pub enum SubmitError {
+    /// The submission queue is full even after flushing it; try again after reaping.
+    QueueFull,
+    /// The kernel refused the submission.
+    Io(io::Error),
+}
+
+/// Storage as the journal sees it. Blocking methods are only for open, recovery and the rare
+/// control operations; everything on the commit path is asynchronous.
+pub trait Disk {
+    /// Allocates the disk-owned buffers, once: `sizes[i]` bytes for `BufferId(i)`, each
+    /// 4 KiB-aligned and zeroed.
+    fn buffers_allocate(&mut self, sizes: &[usize]);
+    /// Read access to a buffer.
+    fn buffer(&self, id: BufferId) -> &[u8];
+    /// Write access to a buffer; panics if the buffer is in flight.
+    fn buffer_mut(&mut self, id: BufferId) -> &mut [u8];
+
+    /// Published segments, sorted by id; unpublished temporaries are deleted.
+    fn segments_list(&mut self) -> io::Result<Vec<SegmentId>>;
+    /// Opens a published segment and returns its file size.
+    fn segment_open(&mut self, id: SegmentId) -> io::Result<u64>;
+    /// Creates the temporary file of a new segment and allocates `size` bytes for it.
+    fn segment_create(&mut self, id: SegmentId, size: u64) -> io::Result<()>;
+    /// Renames a prepared segment to its published name and fsyncs the directory.
+    fn segment_publish(&mut self, id: SegmentId) -> io::Result<()>;
+    /// Reads `length` bytes at `position` into the buffer; returns bytes read (short at EOF).
+    fn read_blocking(
+        &mut self,
+        id: SegmentId,
+        position: u64,
+        buffer: BufferId,
+        length: usize,
+    ) -> io::Result<usize>;
+    /// Writes `length` bytes of the buffer at `position`, all or an error.
+    fn write_blocking(
+        &mut self,
+        id: SegmentId,
+        position: u64,
+        buffer: BufferId,
+        length: usize,
+    ) -> io::Result<()>;
+    /// fdatasync of a segment.
+    fn sync_blocking(&mut self, id: SegmentId) -> io::Result<()>;
+
+    /// Queues a write of `length` bytes of `buffer` at `position`, made durable as `sync` says.
+    fn submit_write(
+        &mut self,
+        token: DiskToken,
+        id: SegmentId,
+        position: u64,
+        buffer: BufferId,
+        length: usize,
+        sync: WriteSync,
+    ) -> Result<(), SubmitError>;
+    /// Queues a write of `length` zero bytes at `position` from a disk-owned zero buffer.
+    fn submit_zero(
+        &mut self,
+        token: DiskToken,
+        id: SegmentId,
+        position: u64,
+        length: usize,
+    ) -> Result<(), SubmitError>;
+    /// Queues an fdatasync of a segment.
+    fn submit_sync(&mut self, token: DiskToken, id: SegmentId) -> Result<(), SubmitError>;
+    /// Queues a read of `length` bytes at `position` into `buffer`.
+    fn submit_read(
+        &mut self,
+        token: DiskToken,
+        id: SegmentId,
+        position: u64,
+        buffer: BufferId,
+        length: usize,
+    ) -> Result<(), SubmitError>;
+    /// Hands queued submissions to the device (one `io_uring_enter`, so a linked chain is never
+    /// split across submit boundaries).
+    fn flush(&mut self) -> io::Result<()>;
+    /// Moves finished operations into `out`; buffers they used become free.
+    fn poll(&mut self, out: &mut Vec<DiskCompletion>);
+    /// Submissions not yet completed.
+    fn in_flight(&self) -> usize;
+}

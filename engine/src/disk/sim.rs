@@ -1,0 +1,545 @@
+//! Simulated disk: memory-backed, deterministic for a seed, with faults.
+//!
+//! Each file has a `live` image (what reads see: the page cache and device cache) and a
+//! `durable` image (what survives power loss). Writes reach `live` when they complete and
+//! `durable` only through a sync that covers them. Directory entries are durable only after a
+//! directory sync (`segment_publish`). `crash` drops everything not durable, except that writes
+//! not yet synced may land partially (torn, at 512-byte sector granularity or inside a sector).
+
+use super::{BufferId, Disk, DiskCompletion, DiskOp, DiskToken, SubmitError, WriteSync};
+use crate::ids::SegmentId;
+use crate::segment::{segment_file_name, segment_temporary_file_name};
+use std::collections::BTreeMap;
+use std::io;
+
+const ERRNO_EIO: i32 = 5;
+const ERRNO_ENOSPC: i32 = 28;
+const ERRNO_ECANCELED: i32 = 125;
+const TEAR_UNIT: usize = 512;
+
+/// Deterministic xorshift64* generator: the only randomness in simulations.
+#[derive(Clone, Debug)]
+pub struct SimRng(u64);
+
+impl SimRng {
+    /// A generator for `seed` (any value, zero included).
+    #[must_use]
+    pub fn new(seed: u64) -> SimRng {
+        SimRng(seed ^ 0x9E37_79B9_7F4A_7C15 | 1)
+    }
+    /// Next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    /// Uniform in `0..bound` (`bound` > 0).
+    pub fn below(&mut self, bound: u64) -> u64 {
+        assert!(bound > 0);
+        self.next_u64() % bound
+    }
+    /// True with probability `numerator / 1_000_000`.
+    pub fn chance(&mut self, per_million: u32) -> bool {
+        self.below(1_000_000) < u64::from(per_million)
+    }
+}
+
+/// Fault rates in parts per million per operation, and capacity.
+#[derive(Clone, Debug, Default)]
+pub struct SimFaults {
+    /// A write completes with -EIO (its linked sync with -ECANCELED).
+    pub write_error_ppm: u32,
+    /// A write completes short (half its sectors); its linked sync gets -ECANCELED.
+    pub write_short_ppm: u32,
+    /// An fdatasync fails with -EIO and the unsynced data is dropped (fsyncgate).
+    pub sync_error_ppm: u32,
+    /// A read fails with -EIO.
+    pub read_error_ppm: u32,
+    /// A read returns one flipped bit.
+    pub read_corrupt_ppm: u32,
+    /// Most segment files that may exist; creating more fails with ENOSPC.
+    pub segments_max: Option<usize>,
+}
+
+#[derive(Clone, Debug, Default)]
+struct SimFile {
+    live: Vec<u8>,
+    durable: Vec<u8>,
+    /// Completed writes not yet covered by a sync: (completion number, position, bytes).
+    unsynced: Vec<(u64, u64, Vec<u8>)>,
+}
+
+#[derive(Clone, Debug)]
+enum PendingKind {
+    Write { data: Vec<u8>, sync: WriteSync },
+    LinkedSync,
+    Sync,
+    Read { buffer: BufferId, length: usize },
+}
+
+#[derive(Clone, Debug)]
+struct Pending {
+    token: DiskToken,
+    file: usize,
+    position: u64,
+    kind: PendingKind,
+    /// Buffer held busy until this completes.
+    holds: Option<BufferId>,
+    /// For syncs: completed writes numbered at or below this are covered.
+    covers_up_to: u64,
+}
+
+/// The simulated disk. See the module docs.
+#[derive(Debug)]
+pub struct SimDisk {
+    files: Vec<SimFile>,
+    directory_live: BTreeMap<String, usize>,
+    directory_durable: BTreeMap<String, usize>,
+    open: BTreeMap<SegmentId, usize>,
+    buffers: Vec<Vec<u8>>,
+    buffers_busy: Vec<u32>,
+    queued: Vec<Pending>,
+    pending: Vec<Pending>,
+    write_completions: u64,
+    rng: SimRng,
+    /// Fault rates; tests may change them at any time.
+    pub faults: SimFaults,
+}
+
+impl SimDisk {
+    /// An empty disk whose faults and completion order are drawn from `seed`.
+    #[must_use]
+    pub fn new(seed: u64) -> SimDisk {
+        SimDisk {
+            files: Vec::new(),
+            directory_live: BTreeMap::new(),
+            directory_durable: BTreeMap::new(),
+            open: BTreeMap::new(),
+            buffers: Vec::new(),
+            buffers_busy: Vec::new(),
+            queued: Vec::new(),
+            pending: Vec::new(),
+            write_completions: 0,
+            rng: SimRng::new(seed),
+            faults: SimFaults::default(),
+        }
+    }
+
+    /// Power loss: returns the disk as it comes back. Unsynced writes (completed or in flight)
+    /// land in full, not at all, or torn, at the simulator's choice; un-synced directory
+    /// entries vanish.
+    #[must_use]
+    pub fn crash(mut self) -> SimDisk {
+        let mut in_flight: Vec<(usize, u64, Vec<u8>)> = Vec::new();
+        for pending in self.queued.drain(..).chain(self.pending.drain(..)) {
+            if let PendingKind::Write { data, .. } = pending.kind {
+                in_flight.push((pending.file, pending.position, data));
+            }
+        }
+        let mut files = std::mem::take(&mut self.files);
+        for (index, file) in files.iter_mut().enumerate() {
+            let unsynced = std::mem::take(&mut file.unsynced);
+            let writes = unsynced.into_iter().map(|(_, position, data)| (position, data));
+            let extra = in_flight.iter().filter(|(f, _, _)| *f == index);
+            let extra = extra.map(|(_, position, data)| (*position, data.clone()));
+            for (position, data) in writes.chain(extra) {
+                tear_into(&mut self.rng, &mut file.durable, position, &data);
+            }
+            file.live = file.durable.clone();
+        }
+        let mut disk = SimDisk::new(self.rng.next_u64());
+        disk.files = files;
+        disk.directory_live = self.directory_durable.clone();
+        disk.directory_durable = self.directory_durable;
+        disk.faults = self.faults;
+        disk
+    }
+
+    /// The durable bytes of a published segment (for tests that inspect or corrupt the disk).
+    pub fn durable_image_mut(&mut self, id: SegmentId) -> Option<&mut Vec<u8>> {
+        let index = *self.directory_durable.get(&segment_file_name(id))?;
+        let file = self.files.get_mut(index)?;
+        Some(&mut file.durable)
+    }
+
+    /// Makes the live image equal the durable one for every file (after offline corruption).
+    pub fn reload_live_from_durable(&mut self) {
+        for file in &mut self.files {
+            file.live = file.durable.clone();
+        }
+    }
+
+    /// Number of operations submitted and not completed.
+    #[must_use]
+    pub fn pending_count(&self) -> usize {
+        self.queued.len() + self.pending.len()
+    }
+
+    fn file_index(&self, id: SegmentId) -> io::Result<usize> {
+        self.open.get(&id).copied().ok_or_else(|| io::Error::from_raw_os_error(9))
+    }
+
+    fn busy_hold(&mut self, buffer: BufferId) {
+        self.buffers_busy[buffer.0 as usize] += 1;
+    }
+
+    fn complete_one(&mut self, index: usize, out: &mut Vec<DiskCompletion>) {
+        let mut pending = self.pending.swap_remove(index);
+        if let Some(buffer) = pending.holds {
+            self.buffers_busy[buffer.0 as usize] -= 1;
+        }
+        let kind = std::mem::replace(&mut pending.kind, PendingKind::Sync);
+        let (op, result) = match kind {
+            PendingKind::Write { data, sync } => self.complete_write(&pending, data, sync),
+            PendingKind::LinkedSync | PendingKind::Sync => self.complete_sync(&pending),
+            PendingKind::Read { buffer, length } => {
+                (DiskOp::Read, self.complete_read(&pending, buffer, length))
+            }
+        };
+        out.push(DiskCompletion { token: pending.token, op, result });
+    }
+
+    fn complete_write(&mut self, pending: &Pending, data: Vec<u8>, sync: WriteSync) -> (DiskOp, i32) {
+        let linked = sync == WriteSync::LinkedFdatasync;
+        let mut length = data.len();
+        let mut failed = self.rng.chance(self.faults.write_error_ppm);
+        if !failed && self.rng.chance(self.faults.write_short_ppm) && length > TEAR_UNIT {
+            length = (length / 2) / TEAR_UNIT * TEAR_UNIT;
+        }
+        let file = &mut self.files[pending.file];
+        let end = crate::stdx::to_usize(pending.position) + length;
+        if end > file.live.len() {
+            failed = true;
+        }
+        if failed {
+            self.cancel_linked(pending.token, linked);
+            return (DiskOp::Write, -ERRNO_EIO);
+        }
+        let start = crate::stdx::to_usize(pending.position);
+        file.live[start..end].copy_from_slice(&data[..length]);
+        self.write_completions += 1;
+        if sync == WriteSync::Dsync {
+            apply(&mut file.durable, file.live.len(), pending.position, &data[..length]);
+            // Older unsynced writes must not land over this newer durable data later.
+            supersede(&mut file.unsynced, pending.position, &data[..length]);
+        } else {
+            file.unsynced.push((self.write_completions, pending.position, data[..length].to_vec()));
+        }
+        if length < data.len() {
+            self.cancel_linked(pending.token, linked);
+        } else if linked {
+            self.release_linked(pending.token);
+        }
+        (DiskOp::Write, i32::try_from(length).expect("sim writes are small"))
+    }
+
+    fn cancel_linked(&mut self, token: DiskToken, linked: bool) {
+        if !linked {
+            return;
+        }
+        let index = self.queued.iter().position(|p| p.token == token);
+        let index = index.expect("a linked write has its sync queued behind it");
+        let mut sync = self.queued.remove(index);
+        sync.kind = PendingKind::Sync;
+        sync.covers_up_to = u64::MAX;
+        // Marked by an impossible position so completion reports ECANCELED.
+        sync.position = u64::MAX;
+        self.pending.push(sync);
+    }
+
+    fn release_linked(&mut self, token: DiskToken) {
+        let index = self.queued.iter().position(|p| p.token == token);
+        let index = index.expect("a linked write has its sync queued behind it");
+        let mut sync = self.queued.remove(index);
+        sync.covers_up_to = self.write_completions;
+        self.pending.push(sync);
+    }
+
+    fn complete_sync(&mut self, pending: &Pending) -> (DiskOp, i32) {
+        if pending.position == u64::MAX {
+            return (DiskOp::Sync, -ERRNO_ECANCELED);
+        }
+        let file = &mut self.files[pending.file];
+        if self.rng.chance(self.faults.sync_error_ppm) {
+            // fsyncgate: the kernel marks the pages clean; the data never becomes durable.
+            file.unsynced.clear();
+            return (DiskOp::Sync, -ERRNO_EIO);
+        }
+        let size = file.live.len();
+        let (covered, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut file.unsynced)
+            .into_iter()
+            .partition(|(number, _, _)| *number <= pending.covers_up_to);
+        for (_, position, data) in covered {
+            apply(&mut file.durable, size, position, &data);
+        }
+        file.unsynced = kept;
+        file.durable.resize(size, 0);
+        (DiskOp::Sync, 0)
+    }
+
+    fn complete_read(&mut self, pending: &Pending, buffer: BufferId, length: usize) -> i32 {
+        if self.rng.chance(self.faults.read_error_ppm) {
+            return -ERRNO_EIO;
+        }
+        let live = &self.files[pending.file].live;
+        let start = crate::stdx::to_usize(pending.position).min(live.len());
+        let end = (start + length).min(live.len());
+        let target = &mut self.buffers[buffer.0 as usize][..end - start];
+        target.copy_from_slice(&live[start..end]);
+        if self.rng.chance(self.faults.read_corrupt_ppm) && end > start {
+            let bit = self.rng.below(crate::stdx::to_u64((end - start) * 8));
+            let bit = crate::stdx::to_usize(bit);
+            target[bit / 8] ^= 1 << (bit % 8);
+        }
+        i32::try_from(end - start).expect("sim reads are small")
+    }
+}
+
+/// Copies `data` over the overlapping part of every older unsynced write, so that whatever of
+/// them lands later carries the newest bytes, as the page cache would.
+fn supersede(unsynced: &mut [(u64, u64, Vec<u8>)], position: u64, data: &[u8]) {
+    let new_start = crate::stdx::to_usize(position);
+    let new_end = new_start + data.len();
+    for (_, old_position, old) in unsynced.iter_mut() {
+        let old_start = crate::stdx::to_usize(*old_position);
+        let start = old_start.max(new_start);
+        let end = (old_start + old.len()).min(new_end);
+        if start < end {
+            old[start - old_start..end - old_start]
+                .copy_from_slice(&data[start - new_start..end - new_start]);
+        }
+    }
+}
+
+fn apply(image: &mut Vec<u8>, size: usize, position: u64, data: &[u8]) {
+    if image.len() < size {
+        image.resize(size, 0);
+    }
+    let start = crate::stdx::to_usize(position);
+    image[start..start + data.len()].copy_from_slice(data);
+}
+
+/// Lands all, none, a prefix, or a random subset of the 512-byte units of a write, sometimes
+/// cutting the last landed unit mid-way: no sector atomicity is assumed.
+fn tear_into(rng: &mut SimRng, image: &mut Vec<u8>, position: u64, data: &[u8]) {
+    let units = data.len().div_ceil(TEAR_UNIT);
+    let mode = rng.below(4);
+    let prefix = crate::stdx::to_usize(rng.below(crate::stdx::to_u64(units) + 1));
+    let start = crate::stdx::to_usize(position);
+    if image.len() < start + data.len() {
+        image.resize(start + data.len(), 0);
+    }
+    for unit in 0..units {
+        let lands = match mode {
+            0 => true,
+            1 => false,
+            2 => unit < prefix,
+            _ => rng.below(2) == 0,
+        };
+        if !lands {
+            continue;
+        }
+        let from = unit * TEAR_UNIT;
+        let mut to = (from + TEAR_UNIT).min(data.len());
+        if mode == 2 && unit + 1 == prefix && rng.below(4) == 0 {
+            to = from + crate::stdx::to_usize(rng.below(crate::stdx::to_u64(to - from)));
+        }
+        image[start + from..start + to].copy_from_slice(&data[from..to]);
+    }
+}
+
+impl Disk for SimDisk {
+    fn buffers_allocate(&mut self, sizes: &[usize]) {
+        assert!(self.buffers.is_empty(), "buffers are allocated once");
+        self.buffers = sizes.iter().map(|&size| vec![0u8; size]).collect();
+        self.buffers_busy = vec![0; sizes.len()];
+    }
+
+    fn buffer(&self, id: BufferId) -> &[u8] {
+        &self.buffers[id.0 as usize]
+    }
+
+    fn buffer_mut(&mut self, id: BufferId) -> &mut [u8] {
+        assert_eq!(self.buffers_busy[id.0 as usize], 0, "buffer {id:?} is in flight");
+        &mut self.buffers[id.0 as usize]
+    }
+
+    fn segments_list(&mut self) -> io::Result<Vec<SegmentId>> {
+        let temporaries: Vec<String> = self
+            .directory_live
+            .keys()
+            .filter(|name| name.ends_with(crate::segment::SEGMENT_TEMPORARY_SUFFIX))
+            .cloned()
+            .collect();
+        for name in temporaries {
+            self.directory_live.remove(&name);
+            self.directory_durable.remove(&name);
+        }
+        let names = self.directory_live.keys();
+        Ok(names.filter_map(|name| crate::segment::parse_segment_file_name(name)).collect())
+    }
+
+    fn segment_open(&mut self, id: SegmentId) -> io::Result<u64> {
+        let name = segment_file_name(id);
+        let index = *self.directory_live.get(&name).ok_or(io::ErrorKind::NotFound)?;
+        self.open.insert(id, index);
+        Ok(crate::stdx::to_u64(self.files[index].live.len()))
+    }
+
+    fn segment_create(&mut self, id: SegmentId, size: u64) -> io::Result<()> {
+        if let Some(max) = self.faults.segments_max {
+            if self.directory_live.len() >= max {
+                return Err(io::Error::from_raw_os_error(ERRNO_ENOSPC));
+            }
+        }
+        let live = vec![0u8; crate::stdx::to_usize(size)];
+        self.files.push(SimFile { live, durable: Vec::new(), unsynced: Vec::new() });
+        let index = self.files.len() - 1;
+        self.directory_live.insert(segment_temporary_file_name(id), index);
+        self.open.insert(id, index);
+        Ok(())
+    }
+
+    fn segment_publish(&mut self, id: SegmentId) -> io::Result<()> {
+        let temporary = segment_temporary_file_name(id);
+        let index = self.directory_live.remove(&temporary).ok_or(io::ErrorKind::NotFound)?;
+        self.directory_live.insert(segment_file_name(id), index);
+        self.directory_durable = self.directory_live.clone();
+        Ok(())
+    }
+
+    fn read_blocking(
+        &mut self,
+        id: SegmentId,
+        position: u64,
+        buffer: BufferId,
+        length: usize,
+    ) -> io::Result<usize> {
+        let live = &self.files[self.file_index(id)?].live;
+        let start = crate::stdx::to_usize(position).min(live.len());
+        let end = (start + length).min(live.len());
+        self.buffers[buffer.0 as usize][..end - start].copy_from_slice(&live[start..end]);
+        Ok(end - start)
+    }
+
+    fn write_blocking(
+        &mut self,
+        id: SegmentId,
+        position: u64,
+        buffer: BufferId,
+        length: usize,
+    ) -> io::Result<()> {
+        let index = self.file_index(id)?;
+        let data = self.buffers[buffer.0 as usize][..length].to_vec();
+        let file = &mut self.files[index];
+        let start = crate::stdx::to_usize(position);
+        if start + length > file.live.len() {
+            return Err(io::Error::from_raw_os_error(ERRNO_ENOSPC));
+        }
+        file.live[start..start + length].copy_from_slice(&data);
+        self.write_completions += 1;
+        file.unsynced.push((self.write_completions, position, data));
+        Ok(())
+    }
+
+    fn sync_blocking(&mut self, id: SegmentId) -> io::Result<()> {
+        let index = self.file_index(id)?;
+        let pending = Pending {
+            token: 0,
+            file: index,
+            position: 0,
+            kind: PendingKind::Sync,
+            holds: None,
+            covers_up_to: self.write_completions,
+        };
+        match self.complete_sync(&pending) {
+            (_, 0) => Ok(()),
+            (_, errno) => Err(io::Error::from_raw_os_error(-errno)),
+        }
+    }
+
+    fn submit_write(
+        &mut self,
+        token: DiskToken,
+        id: SegmentId,
+        position: u64,
+        buffer: BufferId,
+        length: usize,
+        sync: WriteSync,
+    ) -> Result<(), SubmitError> {
+        let file = self.file_index(id).map_err(SubmitError::Io)?;
+        let data = self.buffers[buffer.0 as usize][..length].to_vec();
+        self.busy_hold(buffer);
+        let kind = PendingKind::Write { data, sync };
+        let write = Pending { token, file, position, kind, holds: Some(buffer), covers_up_to: 0 };
+        self.pending.push(write);
+        if sync == WriteSync::LinkedFdatasync {
+            let kind = PendingKind::LinkedSync;
+            let sync = Pending { token, file, position: 0, kind, holds: None, covers_up_to: 0 };
+            self.queued.push(sync);
+        }
+        Ok(())
+    }
+
+    fn submit_zero(
+        &mut self,
+        token: DiskToken,
+        id: SegmentId,
+        position: u64,
+        length: usize,
+    ) -> Result<(), SubmitError> {
+        let file = self.file_index(id).map_err(SubmitError::Io)?;
+        let kind = PendingKind::Write { data: vec![0u8; length], sync: WriteSync::None };
+        self.pending.push(Pending { token, file, position, kind, holds: None, covers_up_to: 0 });
+        Ok(())
+    }
+
+    fn submit_sync(&mut self, token: DiskToken, id: SegmentId) -> Result<(), SubmitError> {
+        let file = self.file_index(id).map_err(SubmitError::Io)?;
+        let covers_up_to = self.write_completions;
+        let kind = PendingKind::Sync;
+        self.pending.push(Pending { token, file, position: 0, kind, holds: None, covers_up_to });
+        Ok(())
+    }
+
+    fn submit_read(
+        &mut self,
+        token: DiskToken,
+        id: SegmentId,
+        position: u64,
+        buffer: BufferId,
+        length: usize,
+    ) -> Result<(), SubmitError> {
+        let file = self.file_index(id).map_err(SubmitError::Io)?;
+        self.busy_hold(buffer);
+        let kind = PendingKind::Read { buffer, length };
+        let read = Pending { token, file, position, kind, holds: Some(buffer), covers_up_to: 0 };
+        self.pending.push(read);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+
+    /// Completes a random number (at least one, if any is ready) of ready operations in random
+    /// order, so completions arrive out of submission order.
+    fn poll(&mut self, out: &mut Vec<DiskCompletion>) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let count = 1 + self.rng.below(crate::stdx::to_u64(self.pending.len()));
+        for _ in 0..count {
+            if self.pending.is_empty() {
+                break;
+            }
+            let index = self.rng.below(crate::stdx::to_u64(self.pending.len()));
+            self.complete_one(crate::stdx::to_usize(index), out);
+        }
+    }
+
+    fn in_flight(&self) -> usize {
+        self.pending_count()
+    }
+}

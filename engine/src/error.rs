@@ -1,0 +1,113 @@
+//! One error enum per operation.
+
+use crate::config::ConfigError;
+use crate::ids::Location;
+use crate::record::RecordError;
+use std::io;
+
+/// Why a journal could not be opened.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum OpenError {
+    /// The configuration is out of bounds.
+    Config(ConfigError),
+    /// A system call failed.
+    Io {
+        /// What was being done.
+        operation: &'static str,
+        /// The error.
+        error: io::Error,
+    },
+    /// A bad record is followed by valid later records: acknowledged data may be damaged, so
+    /// the journal refuses to open rather than truncate it.
+    Corrupt {
+        /// Where the first bad record is.
+        location: Location,
+        /// What was wrong with it.
+        reason: CorruptReason,
+        /// Where the valid record beyond the torn-write window was found.
+        valid_after: Location,
+    },
+    /// A segment's header sector is invalid or names another segment.
+    SegmentHeader {
+        /// The segment file.
+        location: Location,
+    },
+    /// A segment file has the wrong size.
+    SegmentSize {
+        /// The segment file.
+        location: Location,
+        /// Its size.
+        size: u64,
+    },
+}
+
+/// What made a record bad.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CorruptReason {
+    /// Framing or checksum failure.
+    Record(RecordError),
+    /// Valid record whose identity (segment, position) is elsewhere: a misdirected write.
+    Misplaced,
+    /// Valid record out of sequence or off the hash chain.
+    Sequence,
+}
+
+impl std::fmt::Display for OpenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OpenError::Config(error) => write!(f, "{error}"),
+            OpenError::Io { operation, error } => write!(f, "{operation}: {error}"),
+            OpenError::Corrupt { location, reason, valid_after } => write!(
+                f,
+                "journal corrupt at {location} ({reason:?}), valid records follow at \
+                 {valid_after}: refusing to truncate acknowledged data"
+            ),
+            OpenError::SegmentHeader { location } => {
+                write!(f, "invalid segment header in segment {}", location.segment.0)
+            }
+            OpenError::SegmentSize { location, size } => {
+                write!(f, "segment {} has unexpected size {size}", location.segment.0)
+            }
+        }
+    }
+}
+
+impl std::error::Error for OpenError {}
+
+/// Why an add (or fence, explicit LAC, force) was not staged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AddError {
+    /// A write or fsync failed earlier: nothing is acknowledged any more.
+    Poisoned,
+    /// The ledger is fenced and this is not a recovery add.
+    Fenced,
+    /// The master key differs from the ledger's.
+    KeyMismatch,
+    /// No disk space for new segments: the journal is read-only.
+    ReadOnly,
+    /// The staging buffer is full or the next segment is not ready: retry after the next
+    /// completion (backpressure, not an error to the client).
+    StagingFull,
+    /// The payload exceeds the largest record.
+    TooLarge,
+    /// Entry id negative or too far beyond the ledger's highest entry.
+    EntryInvalid,
+    /// The ledger does not exist (force on an unknown ledger).
+    NoLedger,
+}
+
+/// Why a read has no data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ReadError {
+    /// The ledger never had anything here.
+    NoLedger,
+    /// The entry was never stored here.
+    NoEntry,
+    /// The entry is indexed but could not be read back intact: never "no entry".
+    Io,
+    /// Too many reads in flight; retry later.
+    Busy,
+}

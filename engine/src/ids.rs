@@ -1,0 +1,44 @@
+//! Newtypes for every id and position, so two `u64`s can never be swapped.
+
+/// A BookKeeper ledger id (`i64` on the wire).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LedgerId(pub i64);
+
+/// A BookKeeper entry id within a ledger. Meta records use negative ids.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EntryId(pub i64);
+
+/// A journal segment file; ids increase by one and never repeat.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SegmentId(pub u32);
+
+/// A byte position inside one segment file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Position(pub u64);
+
+/// A record's sequence number: consecutive over the whole journal of a shard.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Sequence(pub u64);
+
+/// Where a record lives: segment and byte position. Ordered like the journal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Location {
+    /// The segment file.
+    pub segment: SegmentId,
+    /// Byte position of the record header in that file.
+    pub position: Position,
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "segment {} position {}", self.segment.0, self.position.0)
+    }
+}
+
+impl SegmentId {
+    /// The id after this one.
+    #[must_use]
+    pub fn next(self) -> SegmentId {
+        SegmentId(self.0.checked_add(1).expect("segment ids exhausted"))
+    }
+}

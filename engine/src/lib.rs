@@ -1,0 +1,28 @@
+//! ringlog storage engine: one shard's journal on one core.
+//!
+//! A `Journal` stages records into one contiguous 4 KiB-aligned buffer, commits it as one
+//! O_DIRECT write linked to an fdatasync, reports records durable strictly in journal order,
+//! keeps an in-memory index per ledger, serves reads, and rebuilds everything on open.
+//! Storage is behind the `Disk` trait (`uring::UringDisk` or `disk::sim::SimDisk`).
+
+pub mod config;
+pub mod constants;
+pub mod disk;
+pub mod error;
+pub mod ids;
+pub mod index;
+pub mod journal;
+pub mod record;
+mod recovery;
+pub mod segment;
+pub mod stdx;
+pub mod uring;
+
+pub use config::{Config, SyncMode};
+pub use disk::{sim::SimDisk, Disk};
+pub use error::{AddError, OpenError, ReadError};
+pub use ids::{EntryId, LedgerId, Location, Position, SegmentId, Sequence};
+pub use journal::{AddOptions, Event, Journal, ReadOutcome, ReadTarget, Stats};
+
+#[cfg(test)]
+mod tests;

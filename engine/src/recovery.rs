@@ -1,0 +1,372 @@
+//! Recovery on open: scan every segment in order, verify every record, rebuild the index, and
+//! tell a torn tail (truncate it) from corruption inside acknowledged data (refuse to open).
+//!
+//! At the first bad point X the scanner probes what follows, up to `RECOVERY_WINDOW_SIZE`
+//! bytes. A valid record (checksummed header whose identity matches where it lies) with a
+//! higher sequence number found either at least `COMMITS_IN_FLIGHT_MAX * BATCH_BYTES_MAX`
+//! bytes beyond X, or as the first record of the `COMMITS_IN_FLIGHT_MAX`-th later commit,
+//! cannot have been in flight at the crash, so X lies in durable data: corruption. Otherwise
+//! X is a torn tail that was never acknowledged: it is zeroed and synced, and appends resume
+//! at the next sector boundary.
+
+use crate::config::Config;
+use crate::constants::{
+    BATCH_BYTES_MAX, COMMITS_IN_FLIGHT_MAX, RECORD_ALIGNMENT, RECORD_HEADER_SIZE,
+    RECOVERY_CHUNK_SIZE, RECOVERY_WINDOW_SIZE, SECTOR_SIZE, SEGMENT_HEADER_SIZE,
+};
+use crate::disk::{BufferId, Disk};
+use crate::error::{CorruptReason, OpenError};
+use crate::ids::{Location, Position, SegmentId, Sequence};
+use crate::index::{Index, Slot};
+use crate::journal::Recovered;
+use crate::record::{self, RecordError, RecordHeader, RecordKind};
+use crate::stdx::{align_down_u64, align_up_u64, to_u64, to_usize};
+use std::io;
+
+const TORN_WINDOW_BYTES: u64 = (COMMITS_IN_FLIGHT_MAX * BATCH_BYTES_MAX) as u64;
+const SECTOR: u64 = SECTOR_SIZE as u64;
+
+fn io_error(operation: &'static str) -> impl FnOnce(io::Error) -> OpenError {
+    move |error| OpenError::Io { operation, error }
+}
+
+/// A window of one segment held in the recovery buffer.
+struct Window<'d, D: Disk> {
+    disk: &'d mut D,
+    buffer: BufferId,
+    segment: Option<SegmentId>,
+    start: u64,
+    length: usize,
+}
+
+impl<D: Disk> Window<'_, D> {
+    /// Bytes `[position, position + length)` of `segment`, shorter at the end of the file.
+    fn bytes(&mut self, segment: SegmentId, position: u64, length: usize) -> io::Result<&[u8]> {
+        assert!(length + SECTOR_SIZE <= RECOVERY_CHUNK_SIZE);
+        let inside = self.segment == Some(segment)
+            && position >= self.start
+            && position + to_u64(length) <= self.start + to_u64(self.length);
+        if !inside {
+            let start = align_down_u64(position, SECTOR);
+            self.segment = None;
+            let count = self.disk.read_blocking(segment, start, self.buffer, RECOVERY_CHUNK_SIZE)?;
+            self.segment = Some(segment);
+            self.start = start;
+            self.length = count;
+        }
+        let offset = to_usize(position - self.start);
+        let end = (offset + length).min(self.length);
+        Ok(&self.disk.buffer(self.buffer)[offset.min(end)..end])
+    }
+}
+
+/// Where the scan stopped and why.
+#[derive(Clone, Copy, Debug)]
+struct Stop {
+    segment_index: usize,
+    position: u64,
+    reason: Option<CorruptReason>,
+}
+
+struct Scan {
+    index: Index,
+    sequence_next: Option<Sequence>,
+    checksum_previous: u32,
+}
+
+pub(crate) fn recover<D: Disk>(
+    disk: &mut D,
+    config: &Config,
+    buffer: BufferId,
+) -> Result<Recovered, OpenError> {
+    let segments = disk.segments_list().map_err(io_error("listing segments"))?;
+    if segments.is_empty() {
+        create_blocking(disk, SegmentId(0), config.segment_size, buffer)?;
+        disk.segment_open(SegmentId(0)).map_err(io_error("opening segment"))?;
+        return Ok(Recovered {
+            index: Index::default(),
+            segment_active: SegmentId(0),
+            position_next: to_u64(SEGMENT_HEADER_SIZE),
+            sequence_next: Sequence(1),
+            checksum_previous: 0,
+            spares: Vec::new(),
+            segment_id_max: SegmentId(0),
+            torn_tail_truncated: false,
+        });
+    }
+    let mut window = Window { disk, buffer, segment: None, start: 0, length: 0 };
+    for &segment in &segments {
+        check_segment(&mut window, segment, config.segment_size)?;
+    }
+    let size = config.segment_size;
+    let mut scan = Scan { index: Index::default(), sequence_next: None, checksum_previous: 0 };
+    let stop = scan_records(&mut window, &segments, size, &mut scan)?;
+    let sequence_last = scan.sequence_next.map_or(0, |next| next.0 - 1);
+    let truncated = probe_and_truncate(&mut window, &segments, size, stop, sequence_last)?;
+    let stop_segment = segments[stop.segment_index];
+    Ok(Recovered {
+        index: scan.index,
+        segment_active: stop_segment,
+        position_next: align_up_u64(stop.position, SECTOR),
+        sequence_next: scan.sequence_next.unwrap_or(Sequence(1)),
+        checksum_previous: scan.checksum_previous,
+        spares: segments[stop.segment_index + 1..].to_vec(),
+        segment_id_max: *segments.last().expect("non-empty"),
+        torn_tail_truncated: truncated,
+    })
+}
+
+fn check_segment<D: Disk>(
+    window: &mut Window<'_, D>,
+    segment: SegmentId,
+    size: u64,
+) -> Result<(), OpenError> {
+    let location = Location { segment, position: Position(0) };
+    let file_size = window.disk.segment_open(segment).map_err(io_error("opening segment"))?;
+    if file_size != size {
+        return Err(OpenError::SegmentSize { location, size: file_size });
+    }
+    let header = window.bytes(segment, 0, SEGMENT_HEADER_SIZE).map_err(io_error("reading"))?;
+    match crate::segment::decode_segment_header(header, segment) {
+        Ok(recorded) if recorded == size => Ok(()),
+        Ok(recorded) => Err(OpenError::SegmentSize { location, size: recorded }),
+        Err(_) => Err(OpenError::SegmentHeader { location }),
+    }
+}
+
+/// Scans records in order and applies them to the index; returns where the valid log ends.
+fn scan_records<D: Disk>(
+    window: &mut Window<'_, D>,
+    segments: &[SegmentId],
+    size: u64,
+    scan: &mut Scan,
+) -> Result<Stop, OpenError> {
+    let mut segment_index = 0;
+    let mut position = to_u64(SEGMENT_HEADER_SIZE);
+    loop {
+        let segment = segments[segment_index];
+        let stop = |reason| Ok(Stop { segment_index, position, reason });
+        let at_end = position + to_u64(RECORD_HEADER_SIZE) > size;
+        let step = if at_end {
+            Err(RecordError::Zero)
+        } else {
+            next_record(window, segment, position, scan)?
+        };
+        match step {
+            Ok(advance) => position += advance,
+            Err(RecordError::Zero) if position % SECTOR != 0 && !at_end => {
+                let boundary = align_up_u64(position, SECTOR);
+                let gap = to_usize(boundary - position);
+                let padding = window.bytes(segment, position, gap).map_err(io_error("reading"))?;
+                if padding.iter().any(|&byte| byte != 0) {
+                    return stop(Some(CorruptReason::Record(RecordError::Reserved)));
+                }
+                position = boundary;
+            }
+            Err(RecordError::Zero) => {
+                // End of this segment's data: the log goes on only if the next segment starts
+                // with the expected record.
+                let Some(&next) = segments.get(segment_index + 1) else { return stop(None) };
+                let first = to_u64(SEGMENT_HEADER_SIZE);
+                let mut probe = Scan {
+                    index: Index::default(),
+                    sequence_next: scan.sequence_next,
+                    checksum_previous: scan.checksum_previous,
+                };
+                if next_record(window, next, first, &mut probe)?.is_err() {
+                    return stop(None);
+                }
+                segment_index += 1;
+                position = first;
+            }
+            Err(error) => return stop(Some(CorruptReason::Record(error))),
+        }
+    }
+}
+
+/// Decodes and applies the record at `position`; `Ok(Err(_))` means "not a valid next record".
+fn next_record<D: Disk>(
+    window: &mut Window<'_, D>,
+    segment: SegmentId,
+    position: u64,
+    scan: &mut Scan,
+) -> Result<Result<u64, RecordError>, OpenError> {
+    let head = window.bytes(segment, position, RECORD_HEADER_SIZE).map_err(io_error("reading"))?;
+    let header = match record::decode_header(head) {
+        Ok((header, _)) => header,
+        Err(error) => return Ok(Err(error)),
+    };
+    let location = Location { segment, position: Position(position) };
+    if header.location != location {
+        return Ok(Err(RecordError::Magic));
+    }
+    if let Some(expected) = scan.sequence_next {
+        if header.sequence != expected || header.checksum_previous != scan.checksum_previous {
+            return Ok(Err(RecordError::ChecksumHeader));
+        }
+    }
+    let size = record::record_size(header.payload_size as usize);
+    let bytes = window.bytes(segment, position, size).map_err(io_error("reading"))?;
+    let (header, checksum, payload) = match record::decode(bytes) {
+        Ok(decoded) => decoded,
+        Err(error) => return Ok(Err(error)),
+    };
+    apply(&mut scan.index, &header, payload);
+    scan.sequence_next = Some(Sequence(header.sequence.0 + 1));
+    scan.checksum_previous = checksum;
+    Ok(Ok(to_u64(size)))
+}
+
+fn apply(index: &mut Index, header: &RecordHeader, payload: &[u8]) {
+    let slot = Slot::new(header.location, header.payload_size);
+    match header.kind {
+        RecordKind::LedgerKey => {
+            let mut key = [0u8; crate::constants::MASTER_KEY_SIZE];
+            if payload.len() == key.len() {
+                key.copy_from_slice(payload);
+            }
+            index.create(header.ledger, key);
+        }
+        RecordKind::Entry => {
+            index.create(header.ledger, [0u8; crate::constants::MASTER_KEY_SIZE]);
+            let lac = payload.get(16..24).map_or(-1, |field| {
+                let mut bytes = [0u8; 8];
+                bytes.copy_from_slice(field);
+                i64::from_be_bytes(bytes)
+            });
+            index.insert_entry(header.ledger, header.entry, slot, lac);
+        }
+        RecordKind::Fence => {
+            index.create(header.ledger, [0u8; crate::constants::MASTER_KEY_SIZE]);
+            index.ledger_mut(header.ledger).expect("created").fenced = true;
+        }
+        RecordKind::ExplicitLac => {
+            index.create(header.ledger, [0u8; crate::constants::MASTER_KEY_SIZE]);
+            index.ledger_mut(header.ledger).expect("created").explicit_lac = Some(slot);
+        }
+        RecordKind::ForceMarker => {}
+    }
+}
+
+/// Decides torn tail or corruption past `stop`, and zeroes a torn tail. Returns whether
+/// anything was truncated.
+fn probe_and_truncate<D: Disk>(
+    window: &mut Window<'_, D>,
+    segments: &[SegmentId],
+    size: u64,
+    stop: Stop,
+    sequence_last: u64,
+) -> Result<bool, OpenError> {
+    let stop_location =
+        Location { segment: segments[stop.segment_index], position: Position(stop.position) };
+    // Highest non-zero byte (exclusive end) seen past the stop, per segment index.
+    let mut dirty_end: Vec<(usize, u64)> = Vec::new();
+    let mut scanned: u64 = 0;
+    let mut commits_after = 0usize;
+    let window_bytes = to_u64(RECOVERY_WINDOW_SIZE);
+    for (segment_index, &segment) in segments.iter().enumerate().skip(stop.segment_index) {
+        let first = if segment_index == stop.segment_index {
+            stop.position
+        } else {
+            to_u64(SEGMENT_HEADER_SIZE)
+        };
+        let mut position = first;
+        let mut dirty = None;
+        while position + to_u64(RECORD_ALIGNMENT) <= size && scanned < window_bytes {
+            let bytes = window.bytes(segment, position, RECORD_HEADER_SIZE);
+            let bytes = bytes.map_err(io_error("reading"))?;
+            if bytes.iter().take(RECORD_ALIGNMENT).any(|&byte| byte != 0) {
+                dirty = Some(position + to_u64(RECORD_ALIGNMENT));
+            }
+            let evidence = position != stop.position || segment_index != stop.segment_index;
+            if let (true, Ok((header, _))) = (evidence, record::decode_header(bytes)) {
+                let location = Location { segment, position: Position(position) };
+                if header.location == location && header.sequence.0 > sequence_last {
+                    commits_after += usize::from(header.commit_first);
+                    if scanned >= TORN_WINDOW_BYTES || commits_after >= COMMITS_IN_FLIGHT_MAX {
+                        return Err(OpenError::Corrupt {
+                            location: stop_location,
+                            reason: stop.reason.unwrap_or(CorruptReason::Sequence),
+                            valid_after: location,
+                        });
+                    }
+                }
+            }
+            position += to_u64(RECORD_ALIGNMENT);
+            scanned += to_u64(RECORD_ALIGNMENT);
+        }
+        if let Some(end) = dirty {
+            dirty_end.push((segment_index, align_up_u64(end, SECTOR)));
+        }
+    }
+    let mut truncated = false;
+    for (segment_index, end) in dirty_end {
+        let segment = segments[segment_index];
+        let from = if segment_index == stop.segment_index {
+            stop.position
+        } else {
+            to_u64(SEGMENT_HEADER_SIZE)
+        };
+        zero_range(window, segment, from, end)?;
+        truncated = true;
+    }
+    Ok(truncated)
+}
+
+/// Zeroes `[from, end)` of a segment (read-modify-write of the first partial sector), then
+/// syncs it, so the torn bytes can never be mistaken for records again.
+fn zero_range<D: Disk>(
+    window: &mut Window<'_, D>,
+    segment: SegmentId,
+    from: u64,
+    end: u64,
+) -> Result<(), OpenError> {
+    assert!(end % SECTOR == 0);
+    let mut chunk_start = align_down_u64(from, SECTOR);
+    window.segment = None;
+    while chunk_start < end {
+        let length = to_usize((end - chunk_start).min(to_u64(RECOVERY_CHUNK_SIZE)));
+        let disk = &mut *window.disk;
+        let count = disk.read_blocking(segment, chunk_start, window.buffer, length);
+        let count = count.map_err(io_error("reading torn tail"))?;
+        if count < length {
+            let error = io::Error::new(io::ErrorKind::UnexpectedEof, "segment shorter than expected");
+            return Err(OpenError::Io { operation: "reading torn tail", error });
+        }
+        let keep = to_usize(from.saturating_sub(chunk_start)).min(length);
+        disk.buffer_mut(window.buffer)[keep..length].fill(0);
+        disk.write_blocking(segment, chunk_start, window.buffer, length)
+            .map_err(io_error("zeroing torn tail"))?;
+        chunk_start += to_u64(length);
+    }
+    window.disk.sync_blocking(segment).map_err(io_error("syncing torn tail"))
+}
+
+/// Creates, zero-fills, syncs and publishes a segment with blocking calls (only at open, for
+/// an empty journal; later segments are prepared asynchronously).
+pub(crate) fn create_blocking<D: Disk>(
+    disk: &mut D,
+    segment: SegmentId,
+    size: u64,
+    buffer: BufferId,
+) -> Result<(), OpenError> {
+    disk.segment_create(segment, size).map_err(io_error("creating segment"))?;
+    let chunk = to_u64(RECOVERY_CHUNK_SIZE);
+    disk.buffer_mut(buffer).fill(0);
+    let mut position = 0;
+    while position < size {
+        let length = to_usize((size - position).min(chunk));
+        disk.write_blocking(segment, position, buffer, length)
+            .map_err(io_error("zero-filling segment"))?;
+        position += to_u64(length);
+    }
+    crate::segment::encode_segment_header(
+        &mut disk.buffer_mut(buffer)[..SEGMENT_HEADER_SIZE],
+        segment,
+        size,
+    );
+    disk.write_blocking(segment, 0, buffer, SEGMENT_HEADER_SIZE)
+        .map_err(io_error("writing segment header"))?;
+    disk.sync_blocking(segment).map_err(io_error("syncing segment"))?;
+    disk.segment_publish(segment).map_err(io_error("publishing segment"))
+}

@@ -1,0 +1,87 @@
+//! Segment files: naming and the header sector every segment starts with.
+//!
+//! Header sector (little-endian; the rest of the 4 KiB sector is zero):
+//! `0 magic "RLGS" | 4 version u8 | 5..8 zero | 8 segment id u32 | 12 zero u32 |
+//!  16 segment size u64 | 24 CRC32C of bytes 0..24`.
+
+use crate::constants::SEGMENT_HEADER_SIZE;
+use crate::ids::SegmentId;
+
+/// `RLGS` read as a little-endian u32.
+pub const SEGMENT_MAGIC: u32 = u32::from_le_bytes(*b"RLGS");
+/// Current segment format version.
+pub const SEGMENT_VERSION: u8 = 1;
+/// Suffix of a published segment file.
+pub const SEGMENT_SUFFIX: &str = ".segment";
+/// Suffix of a segment still being prepared; such files are deleted at open.
+pub const SEGMENT_TEMPORARY_SUFFIX: &str = ".segment.tmp";
+
+/// The published file name of a segment, e.g. `0000000007.segment`.
+#[must_use]
+pub fn segment_file_name(id: SegmentId) -> String {
+    format!("{:010}{SEGMENT_SUFFIX}", id.0)
+}
+
+/// The file name a segment has while it is zero-filled.
+#[must_use]
+pub fn segment_temporary_file_name(id: SegmentId) -> String {
+    format!("{:010}{SEGMENT_TEMPORARY_SUFFIX}", id.0)
+}
+
+/// Parses a published segment file name.
+#[must_use]
+pub fn parse_segment_file_name(name: &str) -> Option<SegmentId> {
+    let digits = name.strip_suffix(SEGMENT_SUFFIX)?;
+    if digits.len() != 10 || !digits.bytes().all(|byte| byte.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok().map(SegmentId)
+}
+
+/// Fills `sector` with the header of segment `id`.
+pub fn encode_segment_header(sector: &mut [u8], id: SegmentId, segment_size: u64) {
+    assert_eq!(sector.len(), SEGMENT_HEADER_SIZE);
+    assert!(segment_size > SEGMENT_HEADER_SIZE as u64);
+    sector.fill(0);
+    sector[0..4].copy_from_slice(&SEGMENT_MAGIC.to_le_bytes());
+    sector[4] = SEGMENT_VERSION;
+    sector[8..12].copy_from_slice(&id.0.to_le_bytes());
+    sector[16..24].copy_from_slice(&segment_size.to_le_bytes());
+    let checksum = crc32c::crc32c(&sector[0..24]);
+    sector[24..28].copy_from_slice(&checksum.to_le_bytes());
+}
+
+/// Why a segment header is not acceptable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SegmentHeaderError {
+    /// Magic, version or checksum wrong.
+    Invalid,
+    /// The header names another segment (the file was renamed or misdirected).
+    WrongId {
+        /// What the header says.
+        found: SegmentId,
+    },
+}
+
+/// Verifies the header sector of segment `id` and returns the segment size it records.
+pub fn decode_segment_header(sector: &[u8], id: SegmentId) -> Result<u64, SegmentHeaderError> {
+    assert!(sector.len() >= 28);
+    let word = |offset: usize| {
+        let mut bytes = [0u8; 4];
+        bytes.copy_from_slice(&sector[offset..offset + 4]);
+        u32::from_le_bytes(bytes)
+    };
+    if word(0) != SEGMENT_MAGIC || sector[4] != SEGMENT_VERSION {
+        return Err(SegmentHeaderError::Invalid);
+    }
+    if crc32c::crc32c(&sector[0..24]) != word(24) {
+        return Err(SegmentHeaderError::Invalid);
+    }
+    let found = SegmentId(word(8));
+    if found != id {
+        return Err(SegmentHeaderError::WrongId { found });
+    }
+    let mut size = [0u8; 8];
+    size.copy_from_slice(&sector[16..24]);
+    Ok(u64::from_le_bytes(size))
+}

@@ -1,0 +1,8 @@
+//! Unit tests of the engine, kept out of the library files.
+
+mod allocation;
+mod harness;
+mod journal;
+mod record;
+mod recovery;
+mod uring;

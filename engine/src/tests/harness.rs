@@ -1,0 +1,120 @@
+//! Shared helpers: a small-segment config, a driver loop, and a model of acked entries.
+
+use crate::disk::Disk;
+use crate::journal::{AddOptions, Event, Journal};
+use crate::{Config, EntryId, LedgerId, SimDisk};
+use std::collections::BTreeMap;
+
+pub const KEY: [u8; 20] = [7u8; 20];
+
+pub fn config_small() -> Config {
+    Config { segment_size: 256 * 1024, ..Config::default() }
+}
+
+/// A BookKeeper-like body: ledger, entry, lac, length, then a payload derived from the ids.
+pub fn body(ledger: i64, entry: i64, size: usize) -> Vec<u8> {
+    let mut body = Vec::with_capacity(32 + size);
+    body.extend_from_slice(&ledger.to_be_bytes());
+    body.extend_from_slice(&entry.to_be_bytes());
+    body.extend_from_slice(&(entry - 1).to_be_bytes());
+    body.extend_from_slice(&0i64.to_be_bytes());
+    let mut state = (ledger as u64).wrapping_mul(31) ^ (entry as u64).wrapping_mul(0x9E37_79B9);
+    for _ in 0..size {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        body.push(state as u8);
+    }
+    body
+}
+
+/// Drives submit/poll until nothing is in flight (bounded), returning all events.
+pub fn drive<D: Disk>(journal: &mut Journal<D>) -> Vec<Event> {
+    let mut all = Vec::new();
+    let mut events = Vec::new();
+    for _ in 0..100_000 {
+        journal.submit();
+        journal.poll();
+        journal.events_swap(&mut events);
+        all.append(&mut events);
+        if journal.is_idle() && journal.disk_mut().in_flight() == 0 {
+            return all;
+        }
+    }
+    panic!("journal did not settle");
+}
+
+/// What the journal acknowledged: (ledger, entry) -> body.
+#[derive(Default, Debug)]
+pub struct Model {
+    pub acked: BTreeMap<(i64, i64), Vec<u8>>,
+    pub pending: BTreeMap<u64, (i64, i64, Vec<u8>)>,
+    pub failed: u64,
+}
+
+impl Model {
+    pub fn apply(&mut self, events: &[Event]) {
+        for event in events {
+            match *event {
+                Event::Durable { token } | Event::Written { token } if token >= 10_000 => {}
+                Event::Durable { token } | Event::Written { token } => {
+                    let (ledger, entry, body) = self.pending.remove(&token).expect("known token");
+                    self.acked.insert((ledger, entry), body);
+                }
+                Event::Failed { token } => {
+                    self.pending.remove(&token).expect("known token");
+                    self.failed += 1;
+                }
+                Event::ReadDone { .. } => {}
+            }
+        }
+    }
+}
+
+pub fn add(
+    journal: &mut Journal<SimDisk>,
+    model: &mut Model,
+    token: u64,
+    ledger: i64,
+    entry: i64,
+    size: usize,
+) -> bool {
+    let data = body(ledger, entry, size);
+    let result =
+        journal.add(token, LedgerId(ledger), EntryId(entry), &KEY, &data, AddOptions::default());
+    if result.is_ok() {
+        model.pending.insert(token, (ledger, entry, data));
+    }
+    result.is_ok()
+}
+
+/// Reads every acked entry back and compares bytes; reads of disk go through `drive`.
+pub fn verify_all<D: Disk>(journal: &mut Journal<D>, model: &Model) {
+    for (&(ledger, entry), expected) in &model.acked {
+        let got = read_entry(journal, ledger, entry).unwrap_or_else(|error| {
+            panic!("acked entry {ledger}/{entry} unreadable: {error:?}")
+        });
+        assert_eq!(&got, expected, "entry {ledger}/{entry} differs");
+    }
+}
+
+pub fn read_entry<D: Disk>(
+    journal: &mut Journal<D>,
+    ledger: i64,
+    entry: i64,
+) -> Result<Vec<u8>, crate::ReadError> {
+    use crate::journal::{ReadOutcome, ReadTarget};
+    let target = if entry < 0 { ReadTarget::Last } else { ReadTarget::Entry(EntryId(entry)) };
+    match journal.read(9, LedgerId(ledger), target)? {
+        ReadOutcome::Ready { body, .. } => return Ok(body.to_vec()),
+        ReadOutcome::Pending => {}
+    }
+    for event in drive(journal) {
+        if let Event::ReadDone { slot, .. } = event {
+            let result = journal.read_result(slot).map(|(_, body)| body.to_vec());
+            journal.read_release(slot);
+            return result;
+        }
+    }
+    panic!("read did not complete");
+}

@@ -1,0 +1,260 @@
+//! Group commit, ordering, poisoning, ledger semantics and reads on the simulated disk.
+
+use super::harness::{add, body, config_small, drive, read_entry, verify_all, Model, KEY};
+use crate::journal::{AddOptions, Event, Journal};
+use crate::{AddError, Config, EntryId, LedgerId, ReadError, SimDisk, SyncMode};
+
+#[test]
+fn acks_arrive_in_journal_order_despite_out_of_order_completions() {
+    for seed in 0..50 {
+        let mut journal = Journal::open(SimDisk::new(seed), config_small()).unwrap();
+        let mut model = Model::default();
+        let mut order = Vec::new();
+        let mut token = 0;
+        for round in 0..40 {
+            for _ in 0..(round % 7 + 1) {
+                if add(&mut journal, &mut model, token, 1, token as i64, 200) {
+                    token += 1;
+                }
+            }
+            journal.submit();
+            journal.poll();
+            let mut events = Vec::new();
+            journal.events_swap(&mut events);
+            model.apply(&events);
+            order.extend(events.iter().map(|event| match event {
+                Event::Durable { token } => *token,
+                other => panic!("unexpected {other:?}"),
+            }));
+        }
+        let events = drive(&mut journal);
+        model.apply(&events);
+        order.extend(events.iter().map(|event| match event {
+            Event::Durable { token } => *token,
+            other => panic!("unexpected {other:?}"),
+        }));
+        let expected: Vec<u64> = (0..token).collect();
+        assert_eq!(order, expected, "seed {seed}: acks out of journal order");
+        assert!(journal.stats().commits < token, "seed {seed}: no batching happened");
+        verify_all(&mut journal, &model);
+    }
+}
+
+#[test]
+fn a_commit_is_never_durable_before_an_earlier_one() {
+    // With several commits in flight, a later commit's sync may finish first; its records must
+    // still wait for every earlier commit.
+    let config = Config { commits_in_flight_max: 4, ..config_small() };
+    for seed in 0..100 {
+        let mut journal = Journal::open(SimDisk::new(seed), config.clone()).unwrap();
+        let mut model = Model::default();
+        for token in 0..4u64 {
+            assert!(add(&mut journal, &mut model, token, 1, token as i64, 10));
+            journal.submit();
+        }
+        let mut last = None;
+        for event in drive(&mut journal) {
+            let Event::Durable { token } = event else { panic!("{event:?}") };
+            assert!(last.is_none_or(|last| token == last + 1), "seed {seed}");
+            last = Some(token);
+        }
+        assert_eq!(last, Some(3));
+    }
+}
+
+fn poison_case(seed: u64, write_error: bool) {
+    let mut journal = Journal::open(SimDisk::new(seed), config_small()).unwrap();
+    let mut model = Model::default();
+    for token in 0..20u64 {
+        assert!(add(&mut journal, &mut model, token, 1, token as i64, 100));
+    }
+    model.apply(&drive(&mut journal));
+    assert_eq!(model.acked.len(), 20);
+    let faults = &mut journal.disk_mut().faults;
+    if write_error {
+        faults.write_error_ppm = 1_000_000;
+    } else {
+        faults.sync_error_ppm = 1_000_000;
+    }
+    for token in 20..40u64 {
+        assert!(add(&mut journal, &mut model, token, 1, token as i64, 100));
+        journal.submit();
+    }
+    model.apply(&drive(&mut journal));
+    assert!(journal.is_poisoned());
+    assert_eq!(model.acked.len(), 20, "nothing may be acked after a failed write or sync");
+    assert_eq!(model.failed, 20);
+    let data = body(1, 99, 10);
+    let result = journal.add(99, LedgerId(1), EntryId(99), &KEY, &data, AddOptions::default());
+    assert_eq!(result, Err(AddError::Poisoned));
+    // Durable data stays readable after the poison.
+    journal.disk_mut().faults = Default::default();
+    verify_all(&mut journal, &model);
+}
+
+#[test]
+fn write_failure_poisons() {
+    for seed in 0..20 {
+        poison_case(seed, true);
+    }
+}
+
+#[test]
+fn fsync_failure_poisons() {
+    for seed in 0..20 {
+        poison_case(seed, false);
+    }
+}
+
+#[test]
+fn short_write_poisons() {
+    let mut journal = Journal::open(SimDisk::new(3), config_small()).unwrap();
+    let mut model = Model::default();
+    journal.disk_mut().faults.write_short_ppm = 1_000_000;
+    for token in 0..30u64 {
+        assert!(add(&mut journal, &mut model, token, 1, token as i64, 600));
+    }
+    model.apply(&drive(&mut journal));
+    assert!(journal.is_poisoned());
+    assert!(model.acked.is_empty());
+}
+
+#[test]
+fn dsync_mode_acks_after_the_single_write() {
+    let config = Config { sync_mode: SyncMode::Dsync, ..config_small() };
+    let mut journal = Journal::open(SimDisk::new(1), config).unwrap();
+    let mut model = Model::default();
+    for token in 0..50u64 {
+        assert!(add(&mut journal, &mut model, token, 2, token as i64, 50));
+    }
+    model.apply(&drive(&mut journal));
+    assert_eq!(model.acked.len(), 50);
+    let disk = journal.into_disk().crash();
+    let mut journal = Journal::open(disk, config_small()).unwrap();
+    verify_all(&mut journal, &model);
+}
+
+#[test]
+fn deferred_adds_report_written_then_force_makes_them_durable() {
+    let mut journal = Journal::open(SimDisk::new(5), config_small()).unwrap();
+    let deferred = AddOptions { deferred: true, ..AddOptions::default() };
+    for entry in 0..10i64 {
+        let data = body(3, entry, 20);
+        journal.add(entry as u64, LedgerId(3), EntryId(entry), &KEY, &data, deferred).unwrap();
+    }
+    journal.force(100, LedgerId(3)).unwrap();
+    let events = drive(&mut journal);
+    let written = events.iter().filter(|e| matches!(e, Event::Written { .. })).count();
+    assert_eq!(written, 10);
+    let force_position = events.iter().position(|e| *e == Event::Durable { token: 100 });
+    assert!(force_position.is_some());
+    assert_eq!(journal.force(101, LedgerId(404)), Err(AddError::NoLedger));
+}
+
+#[test]
+fn master_key_and_fencing() {
+    let mut journal = Journal::open(SimDisk::new(9), config_small()).unwrap();
+    let data = body(4, 0, 10);
+    let normal = AddOptions::default();
+    journal.add(1, LedgerId(4), EntryId(0), &KEY, &data, normal).unwrap();
+    let other_key = [1u8; 20];
+    let result = journal.add(2, LedgerId(4), EntryId(1), &other_key, &data, normal);
+    assert_eq!(result, Err(AddError::KeyMismatch));
+    assert_eq!(journal.fence(3, LedgerId(4), &other_key), Err(AddError::KeyMismatch));
+    journal.fence(4, LedgerId(4), &KEY).unwrap();
+    let result = journal.add(5, LedgerId(4), EntryId(1), &KEY, &data, normal);
+    assert_eq!(result, Err(AddError::Fenced));
+    let recovery = AddOptions { recovery: true, ..normal };
+    journal.add(6, LedgerId(4), EntryId(1), &KEY, &data, recovery).unwrap();
+    let events = drive(&mut journal);
+    assert!(events.contains(&Event::Durable { token: 4 }));
+    // Fencing and the key survive a crash.
+    let mut journal = Journal::open(journal.into_disk().crash(), config_small()).unwrap();
+    let ledger = journal.ledger(LedgerId(4)).unwrap();
+    assert!(ledger.fenced);
+    assert_eq!(ledger.master_key, KEY);
+    assert_eq!(journal.add(7, LedgerId(4), EntryId(2), &KEY, &data, normal), Err(AddError::Fenced));
+    // A fence creates an unknown ledger with the key it carries.
+    journal.fence(8, LedgerId(5), &KEY).unwrap();
+    drive(&mut journal);
+    assert_eq!(read_entry(&mut journal, 5, -1), Err(ReadError::NoEntry));
+    assert_eq!(read_entry(&mut journal, 6, -1), Err(ReadError::NoLedger));
+}
+
+#[test]
+fn reads_from_cache_and_disk_and_last_entry() {
+    let config = Config { read_cache_buffers: 1, ..config_small() };
+    let mut journal = Journal::open(SimDisk::new(11), config).unwrap();
+    let mut model = Model::default();
+    for token in 0..300u64 {
+        assert!(add(&mut journal, &mut model, token, (token % 3) as i64, (token / 3) as i64, 700)
+            || {
+                model.apply(&drive(&mut journal));
+                add(&mut journal, &mut model, token, (token % 3) as i64, (token / 3) as i64, 700)
+            });
+        if token % 10 == 0 {
+            model.apply(&drive(&mut journal));
+        }
+    }
+    model.apply(&drive(&mut journal));
+    verify_all(&mut journal, &model);
+    assert!(journal.stats().reads_disk > 0);
+    assert!(journal.stats().segments_created > 0, "300 x 700 B must roll past 256 KiB");
+    assert_eq!(read_entry(&mut journal, 0, -1).unwrap(), body(0, 99, 700));
+    assert_eq!(read_entry(&mut journal, 0, 100), Err(ReadError::NoEntry));
+    // A latent read error is EIO for that entry, never "no entry"; the next read works.
+    journal.disk_mut().faults.read_error_ppm = 1_000_000;
+    assert_eq!(read_entry(&mut journal, 1, 0), Err(ReadError::Io));
+    journal.disk_mut().faults.read_error_ppm = 0;
+    assert_eq!(read_entry(&mut journal, 1, 0).unwrap(), body(1, 0, 700));
+}
+
+#[test]
+fn disk_full_makes_the_journal_read_only_and_it_recovers() {
+    let mut journal = Journal::open(SimDisk::new(13), config_small()).unwrap();
+    let mut model = Model::default();
+    journal.disk_mut().faults.segments_max = Some(1);
+    let mut token = 0u64;
+    let mut read_only = false;
+    for _ in 0..2000 {
+        if add(&mut journal, &mut model, token, 1, token as i64, 900) {
+            token += 1;
+        }
+        model.apply(&drive(&mut journal));
+        if journal.is_read_only() {
+            read_only = true;
+            break;
+        }
+    }
+    assert!(read_only, "a full disk must make the journal read-only");
+    let data = body(1, token as i64, 10);
+    let result = journal.add(token, LedgerId(1), EntryId(token as i64), &KEY, &data, AddOptions::default());
+    assert_eq!(result, Err(AddError::ReadOnly));
+    verify_all(&mut journal, &model);
+    journal.disk_mut().faults.segments_max = None;
+    for _ in 0..1000 {
+        drive(&mut journal);
+        if !journal.is_read_only() {
+            break;
+        }
+    }
+    assert!(!journal.is_read_only(), "space came back: writable again");
+    assert!(add(&mut journal, &mut model, token, 1, token as i64, 10));
+    model.apply(&drive(&mut journal));
+    verify_all(&mut journal, &model);
+}
+
+#[test]
+fn invalid_adds_are_refused() {
+    let mut journal = Journal::open(SimDisk::new(1), config_small()).unwrap();
+    let normal = AddOptions::default();
+    let big = vec![0u8; crate::constants::RECORD_PAYLOAD_SIZE_MAX + 1];
+    assert_eq!(journal.add(1, LedgerId(1), EntryId(0), &KEY, &big, normal), Err(AddError::TooLarge));
+    let data = body(1, 0, 1);
+    assert_eq!(journal.add(1, LedgerId(1), EntryId(-1), &KEY, &data, normal), Err(AddError::EntryInvalid));
+    assert_eq!(
+        journal.add(1, LedgerId(1), EntryId(i64::MAX), &KEY, &data, normal),
+        Err(AddError::EntryInvalid)
+    );
+    assert!(Journal::open(SimDisk::new(1), Config { segment_size: 1000, ..Config::default() }).is_err());
+}

@@ -1,0 +1,109 @@
+//! The io_uring disk on a real directory: commits, rollover, reads, reopen.
+
+use super::harness::{body, KEY};
+use crate::disk::Disk;
+use crate::journal::{AddOptions, Event, Journal, ReadOutcome, ReadTarget};
+use crate::uring::{Ring, UringDisk};
+use crate::{Config, EntryId, LedgerId};
+use std::cell::RefCell;
+use std::path::PathBuf;
+use std::rc::Rc;
+
+/// True when io_uring works; otherwise prints why and skips, unless CI or REQUIRE_URING is
+/// set, where a skip would hide a broken build and so fails.
+pub fn uring_available() -> bool {
+    match Ring::probe() {
+        Ok(()) => true,
+        Err(reason) => {
+            let required = std::env::var_os("CI").is_some()
+                || std::env::var_os("REQUIRE_URING").is_some();
+            assert!(!required, "io_uring required here but unavailable: {reason:?}");
+            println!("SKIP: io_uring unavailable: {reason:?}");
+            false
+        }
+    }
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/test-data").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn open(dir: &PathBuf, config: Config) -> (Rc<RefCell<Ring>>, Journal<UringDisk>) {
+    let ring = Rc::new(RefCell::new(Ring::new(256).unwrap()));
+    let disk = UringDisk::open(ring.clone(), dir, true).unwrap();
+    (ring, Journal::open(disk, config).unwrap())
+}
+
+fn settle(ring: &Rc<RefCell<Ring>>, journal: &mut Journal<UringDisk>) -> Vec<Event> {
+    let mut all = Vec::new();
+    let mut events = Vec::new();
+    let mut net = Vec::new();
+    for _ in 0..1_000_000 {
+        journal.submit();
+        if journal.disk_mut().in_flight() > 0 {
+            ring.borrow_mut().submit_and_wait(1).unwrap();
+        }
+        ring.borrow_mut().reap(&mut net);
+        assert!(net.is_empty());
+        journal.poll();
+        journal.events_swap(&mut events);
+        all.append(&mut events);
+        if journal.is_idle() && journal.disk_mut().in_flight() == 0 {
+            return all;
+        }
+    }
+    panic!("did not settle");
+}
+
+fn read(ring: &Rc<RefCell<Ring>>, journal: &mut Journal<UringDisk>, entry: i64) -> Vec<u8> {
+    let target = ReadTarget::Entry(EntryId(entry));
+    if let ReadOutcome::Ready { body, .. } = journal.read(1, LedgerId(1), target).unwrap() {
+        return body.to_vec();
+    }
+    for event in settle(ring, journal) {
+        if let Event::ReadDone { slot, .. } = event {
+            let body = journal.read_result(slot).unwrap().1.to_vec();
+            journal.read_release(slot);
+            return body;
+        }
+    }
+    panic!("no read completion");
+}
+
+#[test]
+fn commits_roll_over_segments_and_survive_reopen() {
+    if !uring_available() {
+        return;
+    }
+    let dir = temp_dir("uring-rollover");
+    let config = Config { segment_size: 1024 * 1024, ..Config::default() };
+    let (ring, mut journal) = open(&dir, config.clone());
+    let mut acked = 0;
+    let mut entry = 0i64;
+    while entry < 3000 {
+        let data = body(1, entry, 1000);
+        match journal.add(entry as u64, LedgerId(1), EntryId(entry), &KEY, &data, AddOptions::default()) {
+            Ok(()) => entry += 1,
+            Err(crate::AddError::StagingFull) => {}
+            Err(error) => panic!("{error:?}"),
+        }
+        if entry % 64 == 0 {
+            acked += settle(&ring, &mut journal).len();
+        }
+    }
+    acked += settle(&ring, &mut journal).len();
+    assert_eq!(acked, 3000);
+    assert!(journal.stats().segments_created >= 2, "3 MB must span several 1 MiB segments");
+    assert!(journal.stats().commits < 3000, "adds were batched");
+    for entry in (0..3000).step_by(7) {
+        assert_eq!(read(&ring, &mut journal, entry), body(1, entry, 1000));
+    }
+    drop(journal);
+    let (ring, mut journal) = open(&dir, config);
+    assert_eq!(journal.ledger(LedgerId(1)).unwrap().entry_last, 2999);
+    for entry in 0..3000 {
+        assert_eq!(read(&ring, &mut journal, entry), body(1, entry, 1000), "entry {entry}");
+    }
+}

@@ -1,0 +1,380 @@
+//! `UringDisk`: the journal's `Disk` on a real directory, O_DIRECT files and io_uring.
+
+use super::{user_data, AlignedBuffer, Ring, OWNER_DISK};
+use crate::constants::ZERO_CHUNK_SIZE;
+use crate::disk::{BufferId, Disk, DiskCompletion, DiskOp, DiskToken, SubmitError, WriteSync};
+use crate::ids::SegmentId;
+use crate::segment::{segment_file_name, segment_temporary_file_name};
+use io_uring::{opcode, squeue, types};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::ffi::CString;
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+// The tag's top two bits say which part of a submission completed.
+const TAG_WRITE: u32 = 0;
+const TAG_SYNC: u32 = 1 << 30;
+const TAG_READ: u32 = 2 << 30;
+const TAG_OP_MASK: u32 = 3 << 30;
+
+/// Journal storage on one directory. All files are opened with O_DIRECT (unless disabled for a
+/// file system that lacks it, such as tmpfs), so recovery reads what is on the device.
+pub struct UringDisk {
+    ring: Rc<RefCell<Ring>>,
+    directory: PathBuf,
+    directory_file: File,
+    files: BTreeMap<SegmentId, OwnedFd>,
+    buffers: Vec<AlignedBuffer>,
+    buffers_busy: Vec<u32>,
+    zero: AlignedBuffer,
+    direct_io: bool,
+    in_flight: usize,
+    scratch: Vec<super::Completion>,
+}
+
+impl std::fmt::Debug for UringDisk {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "UringDisk({})", self.directory.display())
+    }
+}
+
+impl UringDisk {
+    /// Opens (creating it if needed) the journal directory. `direct_io` false is for file
+    /// systems without O_DIRECT and is never the default.
+    pub fn open(ring: Rc<RefCell<Ring>>, directory: &Path, direct_io: bool) -> io::Result<Self> {
+        std::fs::create_dir_all(directory)?;
+        let directory_file = File::open(directory)?;
+        // The directory entry of the journal directory itself must be durable too.
+        if let Some(parent) = directory.parent() {
+            if let Ok(parent) = File::open(if parent.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                parent
+            }) {
+                parent.sync_all()?;
+            }
+        }
+        let scratch = Vec::with_capacity(super::RING_ENTRIES_DEFAULT as usize * 2);
+        Ok(UringDisk {
+            ring,
+            directory: directory.to_path_buf(),
+            directory_file,
+            files: BTreeMap::new(),
+            buffers: Vec::new(),
+            buffers_busy: Vec::new(),
+            zero: AlignedBuffer::new(ZERO_CHUNK_SIZE),
+            direct_io,
+            in_flight: 0,
+            scratch,
+        })
+    }
+
+    fn open_file(&self, name: &str, create: bool) -> io::Result<OwnedFd> {
+        let path = CString::new(self.directory.join(name).as_os_str().as_bytes())
+            .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        let mut flags = libc::O_RDWR | libc::O_CLOEXEC;
+        if create {
+            flags |= libc::O_CREAT | libc::O_EXCL;
+        }
+        if self.direct_io {
+            flags |= libc::O_DIRECT;
+        }
+        // SAFETY: `path` is a valid NUL-terminated string; the returned fd is owned below.
+        let fd = unsafe { libc::open(path.as_ptr(), flags, 0o644) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just returned by open and is owned by nobody else.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    }
+
+    fn fd(&self, id: SegmentId) -> io::Result<i32> {
+        let file = self.files.get(&id).ok_or_else(|| io::Error::from_raw_os_error(libc::EBADF))?;
+        Ok(file.as_raw_fd())
+    }
+
+    fn check_range(&self, buffer: BufferId, length: usize) {
+        let size = self.buffers[buffer.0 as usize].len();
+        assert!(length <= size, "length {length} over buffer size {size}");
+    }
+
+    fn tag(token: DiskToken, op: u32) -> u32 {
+        let token = u32::try_from(token).expect("disk tokens fit 30 bits");
+        assert_eq!(token & TAG_OP_MASK, 0, "disk tokens fit 30 bits");
+        token | op
+    }
+}
+
+impl Drop for UringDisk {
+    fn drop(&mut self) {
+        // Buffers the kernel may still write into are leaked, never freed.
+        for (buffer, busy) in self.buffers.drain(..).zip(&self.buffers_busy) {
+            if *busy > 0 {
+                std::mem::forget(buffer);
+            }
+        }
+        if self.in_flight > 0 {
+            let zero = std::mem::replace(&mut self.zero, AlignedBuffer::new(1));
+            std::mem::forget(zero);
+        }
+    }
+}
+
+impl Disk for UringDisk {
+    fn buffers_allocate(&mut self, sizes: &[usize]) {
+        assert!(self.buffers.is_empty(), "buffers are allocated once");
+        self.buffers = sizes.iter().map(|&size| AlignedBuffer::new(size)).collect();
+        self.buffers_busy = vec![0; sizes.len()];
+    }
+
+    fn buffer(&self, id: BufferId) -> &[u8] {
+        self.buffers[id.0 as usize].as_slice()
+    }
+
+    fn buffer_mut(&mut self, id: BufferId) -> &mut [u8] {
+        assert_eq!(self.buffers_busy[id.0 as usize], 0, "buffer {id:?} is in flight");
+        self.buffers[id.0 as usize].as_mut_slice()
+    }
+
+    fn segments_list(&mut self) -> io::Result<Vec<SegmentId>> {
+        let mut segments = Vec::new();
+        let mut removed = false;
+        for entry in std::fs::read_dir(&self.directory)? {
+            let entry = entry?;
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if let Some(id) = crate::segment::parse_segment_file_name(&name) {
+                segments.push(id);
+            } else if name.ends_with(crate::segment::SEGMENT_TEMPORARY_SUFFIX) {
+                std::fs::remove_file(entry.path())?;
+                removed = true;
+            }
+        }
+        if removed {
+            self.directory_file.sync_all()?;
+        }
+        segments.sort();
+        Ok(segments)
+    }
+
+    fn segment_open(&mut self, id: SegmentId) -> io::Result<u64> {
+        let fd = self.open_file(&segment_file_name(id), false)?;
+        let file = File::from(fd);
+        let size = file.metadata()?.len();
+        // "fsync before reading": what recovery reads must be what is durable.
+        file.sync_all()?;
+        self.files.insert(id, OwnedFd::from(file));
+        Ok(size)
+    }
+
+    fn segment_create(&mut self, id: SegmentId, size: u64) -> io::Result<()> {
+        let fd = self.open_file(&segment_temporary_file_name(id), true)?;
+        let length = libc::off_t::try_from(size).map_err(|_| io::ErrorKind::InvalidInput)?;
+        // SAFETY: `fd` is an open, writable file owned by this function.
+        let result = unsafe { libc::fallocate(fd.as_raw_fd(), 0, 0, length) };
+        if result != 0 {
+            let error = io::Error::last_os_error();
+            drop(fd);
+            let _ = std::fs::remove_file(self.directory.join(segment_temporary_file_name(id)));
+            return Err(error);
+        }
+        self.files.insert(id, fd);
+        Ok(())
+    }
+
+    fn segment_publish(&mut self, id: SegmentId) -> io::Result<()> {
+        let from = self.directory.join(segment_temporary_file_name(id));
+        let to = self.directory.join(segment_file_name(id));
+        std::fs::rename(from, to)?;
+        self.directory_file.sync_all()
+    }
+
+    fn read_blocking(
+        &mut self,
+        id: SegmentId,
+        position: u64,
+        buffer: BufferId,
+        length: usize,
+    ) -> io::Result<usize> {
+        self.check_range(buffer, length);
+        let fd = self.fd(id)?;
+        let target = self.buffer_mut(buffer);
+        let mut done = 0;
+        // Short reads happen: loop until the length is read or EOF (0 bytes).
+        while done < length {
+            let offset = libc::off_t::try_from(position + crate::stdx::to_u64(done))
+                .map_err(|_| io::ErrorKind::InvalidInput)?;
+            let rest = &mut target[done..length];
+            // SAFETY: `rest` is valid writable memory of `rest.len()` bytes; `fd` is open.
+            let count = unsafe { libc::pread(fd, rest.as_mut_ptr().cast(), rest.len(), offset) };
+            if count < 0 {
+                let error = io::Error::last_os_error();
+                if error.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(error);
+            }
+            if count == 0 {
+                break;
+            }
+            done += usize::try_from(count).expect("pread count is non-negative");
+        }
+        Ok(done)
+    }
+
+    fn write_blocking(
+        &mut self,
+        id: SegmentId,
+        position: u64,
+        buffer: BufferId,
+        length: usize,
+    ) -> io::Result<()> {
+        self.check_range(buffer, length);
+        let fd = self.fd(id)?;
+        let source = self.buffer(buffer);
+        let offset = libc::off_t::try_from(position).map_err(|_| io::ErrorKind::InvalidInput)?;
+        // SAFETY: `source` is valid readable memory of at least `length` bytes; `fd` is open.
+        let count = unsafe { libc::pwrite(fd, source.as_ptr().cast(), length, offset) };
+        match usize::try_from(count) {
+            Ok(written) if written == length => Ok(()),
+            Ok(_) => Err(io::Error::new(io::ErrorKind::WriteZero, "short write")),
+            Err(_) => Err(io::Error::last_os_error()),
+        }
+    }
+
+    fn sync_blocking(&mut self, id: SegmentId) -> io::Result<()> {
+        let fd = self.fd(id)?;
+        // SAFETY: `fd` is an open file descriptor.
+        if unsafe { libc::fdatasync(fd) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    fn submit_write(
+        &mut self,
+        token: DiskToken,
+        id: SegmentId,
+        position: u64,
+        buffer: BufferId,
+        length: usize,
+        sync: WriteSync,
+    ) -> Result<(), SubmitError> {
+        self.check_range(buffer, length);
+        let fd = types::Fd(self.fd(id).map_err(SubmitError::Io)?);
+        let index = buffer.0 as usize;
+        let pointer = self.buffers[index].as_mut_ptr();
+        let length_u32 = u32::try_from(length).expect("commit fits u32");
+        let data = user_data(OWNER_DISK, Some(index), Self::tag(token, TAG_WRITE));
+        let mut write = opcode::Write::new(fd, pointer, length_u32).offset(position);
+        if sync == WriteSync::Dsync {
+            write = write.rw_flags(libc::RWF_DSYNC);
+        }
+        let write = write.build().user_data(data);
+        let mut ring = self.ring.borrow_mut();
+        if sync == WriteSync::LinkedFdatasync {
+            // IO_LINK, never IO_HARDLINK: a failed or short write must cancel the fsync.
+            let write = write.flags(squeue::Flags::IO_LINK);
+            let fsync = opcode::Fsync::new(fd).flags(types::FsyncFlags::DATASYNC).build();
+            let fsync = fsync.user_data(user_data(OWNER_DISK, None, Self::tag(token, TAG_SYNC)));
+            // SAFETY: the buffer is owned by `self.buffers`, never moves, and is marked busy
+            // below until the write's completion is polled; `fd` stays open in `self.files`.
+            unsafe { ring.push(&[write, fsync]) }?;
+            self.in_flight += 2;
+        } else {
+            // SAFETY: as above.
+            unsafe { ring.push(&[write]) }?;
+            self.in_flight += 1;
+        }
+        self.buffers_busy[index] += 1;
+        Ok(())
+    }
+
+    fn submit_zero(
+        &mut self,
+        token: DiskToken,
+        id: SegmentId,
+        position: u64,
+        length: usize,
+    ) -> Result<(), SubmitError> {
+        assert!(length <= self.zero.len());
+        let fd = types::Fd(self.fd(id).map_err(SubmitError::Io)?);
+        let length = u32::try_from(length).expect("zero chunk fits u32");
+        let data = user_data(OWNER_DISK, None, Self::tag(token, TAG_WRITE));
+        let write = opcode::Write::new(fd, self.zero.as_mut_ptr(), length).offset(position);
+        // SAFETY: the zero buffer lives as long as `self` and is leaked on drop while any
+        // submission is in flight; nothing ever writes to it.
+        unsafe { self.ring.borrow_mut().push(&[write.build().user_data(data)]) }?;
+        self.in_flight += 1;
+        Ok(())
+    }
+
+    fn submit_sync(&mut self, token: DiskToken, id: SegmentId) -> Result<(), SubmitError> {
+        let fd = types::Fd(self.fd(id).map_err(SubmitError::Io)?);
+        let fsync = opcode::Fsync::new(fd).flags(types::FsyncFlags::DATASYNC).build();
+        let fsync = fsync.user_data(user_data(OWNER_DISK, None, Self::tag(token, TAG_SYNC)));
+        // SAFETY: fsync references no memory.
+        unsafe { self.ring.borrow_mut().push(&[fsync]) }?;
+        self.in_flight += 1;
+        Ok(())
+    }
+
+    fn submit_read(
+        &mut self,
+        token: DiskToken,
+        id: SegmentId,
+        position: u64,
+        buffer: BufferId,
+        length: usize,
+    ) -> Result<(), SubmitError> {
+        self.check_range(buffer, length);
+        let fd = types::Fd(self.fd(id).map_err(SubmitError::Io)?);
+        let index = buffer.0 as usize;
+        assert_eq!(self.buffers_busy[index], 0, "read into a busy buffer");
+        let pointer = self.buffers[index].as_mut_ptr();
+        let length = u32::try_from(length).expect("read fits u32");
+        let data = user_data(OWNER_DISK, Some(index), Self::tag(token, TAG_READ));
+        let read = opcode::Read::new(fd, pointer, length).offset(position).build().user_data(data);
+        // SAFETY: the buffer is owned by `self.buffers`, never moves, is not otherwise
+        // referenced (busy check above) and stays busy until the completion is polled.
+        unsafe { self.ring.borrow_mut().push(&[read]) }?;
+        self.in_flight += 1;
+        self.buffers_busy[index] += 1;
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.ring.borrow_mut().submit()
+    }
+
+    fn poll(&mut self, out: &mut Vec<DiskCompletion>) {
+        {
+            let mut ring = self.ring.borrow_mut();
+            std::mem::swap(&mut self.scratch, &mut ring.disk_completions);
+        }
+        for completion in self.scratch.drain(..) {
+            if let Some(index) = completion.buffer_index() {
+                assert!(self.buffers_busy[index] > 0, "completion for an idle buffer");
+                self.buffers_busy[index] -= 1;
+            }
+            self.in_flight -= 1;
+            let tag = completion.tag();
+            let op = match tag & TAG_OP_MASK {
+                TAG_WRITE => DiskOp::Write,
+                TAG_SYNC => DiskOp::Sync,
+                _ => DiskOp::Read,
+            };
+            let token = DiskToken::from(tag & !TAG_OP_MASK);
+            out.push(DiskCompletion { token, op, result: completion.result });
+        }
+    }
+
+    fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+}

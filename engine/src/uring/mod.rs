@@ -1,0 +1,199 @@
+//! The per-core io_uring driver and every other system call of the engine: the only module
+//! with `unsafe`.
+//!
+//! Ownership rules: every buffer the kernel reads or writes belongs to a pool in this module
+//! (`UringDisk` for journal buffers, `NetBuffers` for sockets). A submission marks its buffer
+//! busy; only the matching completion, decoded from `user_data`, frees it. A pool dropped while
+//! a buffer is busy leaks that buffer instead of freeing memory the kernel may still write.
+//!
+//! `user_data` layout: bits 56..64 owner, 32..56 buffer id + 1 (0: none), 0..32 owner's tag.
+
+mod buffer;
+mod disk;
+mod net;
+
+pub use buffer::AlignedBuffer;
+pub use disk::UringDisk;
+pub use net::{NetBufferId, NetBuffers, Socket};
+
+use io_uring::{cqueue, squeue, IoUring};
+use std::io;
+use std::time::Duration;
+
+/// Owner tag of journal (disk) operations.
+pub const OWNER_DISK: u8 = 1;
+/// Owner tag of network operations.
+pub const OWNER_NET: u8 = 2;
+
+/// Submission queue entries per ring. Enough for every connection's recv and send plus the
+/// journal's commits, reads and zero-fill; overflow is handled by submitting early.
+pub const RING_ENTRIES_DEFAULT: u32 = 4096;
+
+/// A completion as the owner sees it. Constructed only by `Ring::reap`, so a buffer can be
+/// freed only by the completion the kernel really posted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Completion {
+    user_data: u64,
+    /// Bytes transferred, a new fd (accept), 0, or a negative errno.
+    pub result: i32,
+    flags: u32,
+}
+
+impl Completion {
+    /// The owner's 32-bit tag.
+    #[must_use]
+    pub fn tag(&self) -> u32 {
+        u32::try_from(self.user_data & 0xFFFF_FFFF).expect("masked to 32 bits")
+    }
+    /// The owner (`OWNER_DISK` or `OWNER_NET`).
+    #[must_use]
+    pub fn owner(&self) -> u8 {
+        u8::try_from(self.user_data >> 56).expect("top byte")
+    }
+    fn buffer_index(&self) -> Option<usize> {
+        let field = (self.user_data >> 32) & 0x00FF_FFFF;
+        (field != 0).then(|| crate::stdx::to_usize(field - 1))
+    }
+    /// True when a multishot request stays armed after this completion.
+    #[must_use]
+    pub fn more(&self) -> bool {
+        cqueue::more(self.flags)
+    }
+}
+
+fn user_data(owner: u8, buffer: Option<usize>, tag: u32) -> u64 {
+    let buffer_field = buffer.map_or(0, |index| crate::stdx::to_u64(index) + 1);
+    assert!(buffer_field < (1 << 24), "buffer index fits 24 bits");
+    (u64::from(owner) << 56) | (buffer_field << 32) | u64::from(tag)
+}
+
+/// One io_uring instance, owned by one shard thread.
+pub struct Ring {
+    ring: IoUring,
+    disk_completions: Vec<Completion>,
+    in_flight: usize,
+}
+
+impl std::fmt::Debug for Ring {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Ring(in_flight {})", self.in_flight)
+    }
+}
+
+/// Why io_uring cannot be used here (tests print it when they skip).
+#[derive(Debug)]
+pub struct UringUnavailable(pub String);
+
+impl Ring {
+    /// Creates a ring with `entries` submission slots.
+    pub fn new(entries: u32) -> io::Result<Ring> {
+        let ring = IoUring::builder().build(entries)?;
+        let capacity = crate::stdx::to_usize(u64::from(entries)) * 2;
+        Ok(Ring { ring, disk_completions: Vec::with_capacity(capacity), in_flight: 0 })
+    }
+
+    /// Checks that io_uring works here: a ring can be created and a NOP completes.
+    pub fn probe() -> Result<(), UringUnavailable> {
+        let mut ring = Ring::new(8).map_err(|error| UringUnavailable(error.to_string()))?;
+        let nop = io_uring::opcode::Nop::new().build().user_data(user_data(OWNER_NET, None, 0));
+        // SAFETY: a NOP references no memory.
+        unsafe { ring.push(&[nop]) }.map_err(|error| UringUnavailable(format!("{error:?}")))?;
+        ring.submit_and_wait(1).map_err(|error| UringUnavailable(error.to_string()))?;
+        let mut out = Vec::new();
+        ring.reap(&mut out);
+        if out.len() == 1 && out[0].result == 0 {
+            Ok(())
+        } else {
+            Err(UringUnavailable(format!("NOP completed as {out:?}")))
+        }
+    }
+
+    /// Queues a chain of entries in one piece: if the queue lacks room for all of them it is
+    /// submitted first, so a linked chain never spans two submits (liburing #510).
+    ///
+    /// # Safety
+    /// Every pointer in `entries` must stay valid until its completion is reaped.
+    unsafe fn push(&mut self, entries: &[squeue::Entry]) -> Result<(), crate::disk::SubmitError> {
+        assert!(!entries.is_empty());
+        assert!(entries.len() <= self.ring.params().sq_entries() as usize);
+        let room = |ring: &mut IoUring| {
+            let queue = ring.submission();
+            queue.capacity() - queue.len()
+        };
+        if room(&mut self.ring) < entries.len() {
+            self.ring.submit().map_err(crate::disk::SubmitError::Io)?;
+        }
+        let mut queue = self.ring.submission();
+        if queue.capacity() - queue.len() < entries.len() {
+            return Err(crate::disk::SubmitError::QueueFull);
+        }
+        // SAFETY: the caller guarantees the entries' memory outlives their completions, and
+        // room for the whole chain was checked above.
+        unsafe { queue.push_multiple(entries) }.map_err(|_| crate::disk::SubmitError::QueueFull)?;
+        self.in_flight += entries.len();
+        Ok(())
+    }
+
+    /// Hands queued entries to the kernel without waiting.
+    pub fn submit(&mut self) -> io::Result<()> {
+        self.ring.submit().map(|_| ())
+    }
+
+    /// Submits and waits until at least `want` completions are ready.
+    pub fn submit_and_wait(&mut self, want: usize) -> io::Result<()> {
+        match self.ring.submit_and_wait(want) {
+            Ok(_) => Ok(()),
+            Err(error) if error.raw_os_error() == Some(libc::EINTR) => Ok(()),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Submits and waits for one completion or until `timeout` passes.
+    pub fn submit_and_wait_timeout(&mut self, timeout: Duration) -> io::Result<()> {
+        let timespec = io_uring::types::Timespec::from(timeout);
+        let arguments = io_uring::types::SubmitArgs::new().timespec(&timespec);
+        match self.ring.submitter().submit_with_args(1, &arguments) {
+            Ok(_) => Ok(()),
+            Err(error) if error.raw_os_error() == Some(libc::ETIME) => Ok(()),
+            Err(error) if error.raw_os_error() == Some(libc::EINTR) => Ok(()),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Moves network completions into `out`; disk completions stay queued for `UringDisk`.
+    pub fn reap(&mut self, out: &mut Vec<Completion>) {
+        for entry in self.ring.completion() {
+            let completion = Completion {
+                user_data: entry.user_data(),
+                result: entry.result(),
+                flags: entry.flags(),
+            };
+            if !completion.more() {
+                self.in_flight = self.in_flight.saturating_sub(1);
+            }
+            if completion.owner() == OWNER_DISK {
+                self.disk_completions.push(completion);
+            } else {
+                out.push(completion);
+            }
+        }
+    }
+
+    /// Entries submitted and not yet completed (multishot requests count once).
+    #[must_use]
+    pub fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    /// True when a disk completion waits to be polled by `UringDisk`.
+    #[must_use]
+    pub fn disk_completions_pending(&self) -> bool {
+        !self.disk_completions.is_empty()
+    }
+}
+
+/// Converts a negative errno result into an `io::Error`.
+#[must_use]
+pub fn errno_error(result: i32) -> io::Error {
+    io::Error::from_raw_os_error(-result)
+}

@@ -1,0 +1,2 @@
+//! ringlog server binary.
+fn main() {}
