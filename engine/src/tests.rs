@@ -5,4 +5,5 @@ mod harness;
 mod journal;
 mod record;
 mod recovery;
+mod simulation;
 mod uring;

@@ -56,7 +56,9 @@ impl Model {
     pub fn apply(&mut self, events: &[Event]) {
         for event in events {
             match *event {
-                Event::Durable { token } | Event::Written { token } if token >= 10_000 => {}
+                // Tokens from 10 000 up are fences and other non-add records.
+                Event::Durable { token } | Event::Written { token } | Event::Failed { token }
+                    if token >= 10_000 => {}
                 Event::Durable { token } | Event::Written { token } => {
                     let (ledger, entry, body) = self.pending.remove(&token).expect("known token");
                     self.acked.insert((ledger, entry), body);

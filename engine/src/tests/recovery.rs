@@ -132,34 +132,3 @@ fn misdirected_write_is_detected() {
     assert!(matches!(Journal::open(disk, config_small()), Err(OpenError::Corrupt { .. })));
 }
 
-#[test]
-fn random_crashes_lose_no_acknowledged_entry() {
-    for seed in 0..200 {
-        let mut disk = SimDisk::new(seed);
-        let mut model = Model::default();
-        let mut token = 0u64;
-        for round in 0..4 {
-            let mut journal = Journal::open(disk, config_small())
-                .unwrap_or_else(|error| panic!("seed {seed} round {round}: {error}"));
-            verify_all(&mut journal, &model);
-            model.pending.clear();
-            let steps = 5 + (seed * 7 + round) % 40;
-            for _ in 0..steps {
-                for _ in 0..((token + seed) % 5 + 1) {
-                    if add(&mut journal, &mut model, token, (token % 3) as i64, token as i64, 120) {
-                        token += 1;
-                    }
-                }
-                journal.submit();
-                journal.poll();
-                let mut events = Vec::new();
-                journal.events_swap(&mut events);
-                model.apply(&events);
-            }
-            // Power loss with commits in flight.
-            disk = journal.into_disk().crash();
-        }
-        let mut journal = Journal::open(disk, config_small()).unwrap();
-        verify_all(&mut journal, &model);
-    }
-}
