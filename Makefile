@@ -8,7 +8,7 @@ BENCH_SECONDS ?= 10
 BENCH_DIR ?= $(CURDIR)/target/bench-data
 RELEASE := target/release
 
-.PHONY: help deps build check test sim bench bench-disk bench-journal ci clean
+.PHONY: help deps shellcheck-deps build check test sim bench bench-disk bench-journal ci clean
 
 ## Show this help.
 help:
@@ -23,8 +23,14 @@ deps:
 build: deps
 	$(CARGO) build --release --workspace $(EXTRA_CARGO_ARGS)
 
-## Format check and clippy with warnings denied.
-check: deps
+## Install shellcheck from Debian if missing (used by `check`).
+shellcheck-deps:
+	@command -v shellcheck >/dev/null || { apt-get update -qq && apt-get install -y -qq shellcheck; }
+
+## Format check, clippy with warnings denied, shellcheck of scripts/, pin-cores dry run.
+check: deps shellcheck-deps
+	shellcheck scripts/*.sh
+	scripts/pin-cores.sh >/dev/null
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets --release $(EXTRA_CARGO_ARGS) -- -D warnings
 

@@ -35,6 +35,8 @@ const TOKEN_PREPARE: u64 = 3 << 24;
 const TOKEN_KIND_MASK: u64 = 0xFF << 24;
 /// How many `submit` calls pass between retries of segment creation while read-only.
 const SEGMENT_RETRY_INTERVAL_SUBMITS: u32 = 256;
+/// Zero-fill writes in flight while preparing a segment (8 x 1 MiB).
+const ZERO_WRITES_IN_FLIGHT_MAX: usize = 8;
 
 /// How an add is acknowledged.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -194,15 +196,17 @@ struct Read {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum PreparePhase {
     Zeroing,
+    Header,
     Syncing,
 }
 
 #[derive(Clone, Copy, Debug)]
 struct Prepare {
     segment: SegmentId,
-    position_zeroed: u64,
+    position_submitted: u64,
+    bytes_completed: u64,
     phase: PreparePhase,
-    in_flight: bool,
+    in_flight: usize,
 }
 
 /// State recovery hands to the journal.
@@ -259,7 +263,16 @@ impl<D: Disk> Journal<D> {
         sizes.push(SEGMENT_HEADER_SIZE);
         disk.buffers_allocate(&sizes);
         let buffer_id = |index: usize| BufferId(u32::try_from(index).expect("few buffers"));
-        let recovered = crate::recovery::recover(&mut disk, &config, buffer_id(0))?;
+        let mut recovered = crate::recovery::recover(&mut disk, &config, buffer_id(0))?;
+        if recovered.spares.is_empty() {
+            // One ready spare before serving: the first rollover never waits, and no zero-fill
+            // runs behind the first segment's commits.
+            let spare = recovered.segment_id_max.next();
+            crate::recovery::create_blocking(&mut disk, spare, config.segment_size, buffer_id(0))?;
+            disk.segment_open(spare).map_err(|error| OpenError::Io { operation: "opening segment", error })?;
+            recovered.spares.push(spare);
+            recovered.segment_id_max = spare;
+        }
         let reads = (0..config.reads_in_flight_max)
             .map(|index| Read {
                 state: ReadState::Free,
@@ -957,28 +970,43 @@ impl<D: Disk> Journal<D> {
             self.prepare_start();
         }
         let Some(prepare) = self.prepare else { return };
-        if prepare.in_flight {
-            return;
-        }
         let size = self.config.segment_size;
         let segment = prepare.segment;
-        let result = match prepare.phase {
-            PreparePhase::Zeroing if prepare.position_zeroed < size => {
-                let length = (size - prepare.position_zeroed).min(to_u64(ZERO_CHUNK_SIZE));
-                let position = prepare.position_zeroed;
-                self.disk.submit_zero(TOKEN_PREPARE, segment, position, to_usize(length))
-            }
+        match prepare.phase {
             PreparePhase::Zeroing => {
+                // Zero at full speed, several chunks in flight: the interference with commits'
+                // flushes lasts a short burst per segment instead of spreading over all of them.
+                let mut prepare = prepare;
+                while prepare.in_flight < ZERO_WRITES_IN_FLIGHT_MAX
+                    && prepare.position_submitted < size
+                {
+                    let position = prepare.position_submitted;
+                    let length = (size - position).min(to_u64(ZERO_CHUNK_SIZE));
+                    let length = to_usize(length);
+                    if self.disk.submit_zero(TOKEN_PREPARE, segment, position, length).is_err() {
+                        break;
+                    }
+                    prepare.position_submitted += to_u64(length);
+                    prepare.in_flight += 1;
+                }
+                self.prepare = Some(prepare);
+            }
+            PreparePhase::Header if prepare.in_flight == 0 => {
                 let header = self.disk.buffer_mut(self.header_buffer);
                 crate::segment::encode_segment_header(header, segment, size);
                 let buffer = self.header_buffer;
                 let (length, sync) = (SEGMENT_HEADER_SIZE, WriteSync::Dsync);
-                self.disk.submit_write(TOKEN_PREPARE, segment, 0, buffer, length, sync)
+                if self.disk.submit_write(TOKEN_PREPARE, segment, 0, buffer, length, sync).is_ok()
+                {
+                    self.prepare.as_mut().expect("present").in_flight = 1;
+                }
             }
-            PreparePhase::Syncing => self.disk.submit_sync(TOKEN_PREPARE, segment),
-        };
-        if result.is_ok() {
-            self.prepare.as_mut().expect("present").in_flight = true;
+            PreparePhase::Syncing if prepare.in_flight == 0 => {
+                if self.disk.submit_sync(TOKEN_PREPARE, segment).is_ok() {
+                    self.prepare.as_mut().expect("present").in_flight = 1;
+                }
+            }
+            PreparePhase::Header | PreparePhase::Syncing => {}
         }
     }
 
@@ -988,8 +1016,13 @@ impl<D: Disk> Journal<D> {
         match self.disk.segment_create(segment, self.config.segment_size) {
             Ok(()) => {
                 self.segment_id_max = segment;
-                let phase = PreparePhase::Zeroing;
-                self.prepare = Some(Prepare { segment, position_zeroed: 0, phase, in_flight: false });
+                self.prepare = Some(Prepare {
+                    segment,
+                    position_submitted: 0,
+                    bytes_completed: 0,
+                    phase: PreparePhase::Zeroing,
+                    in_flight: 0,
+                });
             }
             Err(_) => {
                 // Disk full (or unwritable): go read-only; reads go on, creation is retried.
@@ -1002,20 +1035,32 @@ impl<D: Disk> Journal<D> {
 
     fn on_prepare(&mut self, op: DiskOp, result: i32) {
         let prepare = self.prepare.as_mut().expect("a preparation is running");
-        assert!(prepare.in_flight);
-        prepare.in_flight = false;
+        assert!(prepare.in_flight > 0);
+        prepare.in_flight -= 1;
         if result < 0 {
-            self.prepare = None;
+            // Abandon this segment once its last write is back; `prepare_drive` starts over
+            // with a new id (the temporary file is deleted at the next open).
+            if prepare.in_flight == 0 {
+                self.prepare = None;
+            } else {
+                prepare.position_submitted = u64::MAX;
+            }
             self.read_only = self.spares.is_empty();
             self.stats.segment_create_failures += 1;
             return;
         }
         let size = self.config.segment_size;
         match (prepare.phase, op) {
-            (PreparePhase::Zeroing, DiskOp::Write) if prepare.position_zeroed < size => {
-                prepare.position_zeroed += u64::try_from(result).expect("non-negative");
+            (PreparePhase::Zeroing, DiskOp::Write) => {
+                prepare.bytes_completed += u64::try_from(result).expect("non-negative");
+                if prepare.bytes_completed == size && prepare.in_flight == 0 {
+                    prepare.phase = PreparePhase::Header;
+                }
+                if prepare.position_submitted == u64::MAX && prepare.in_flight == 0 {
+                    self.prepare = None;
+                }
             }
-            (PreparePhase::Zeroing, DiskOp::Write) => prepare.phase = PreparePhase::Syncing,
+            (PreparePhase::Header, DiskOp::Write) => prepare.phase = PreparePhase::Syncing,
             (PreparePhase::Syncing, DiskOp::Sync) => {
                 let segment = prepare.segment;
                 self.prepare = None;

@@ -186,7 +186,7 @@ fn reads_from_cache_and_disk_and_last_entry() {
     let config = Config { read_cache_buffers: 1, ..config_small() };
     let mut journal = Journal::open(SimDisk::new(11), config).unwrap();
     let mut model = Model::default();
-    for token in 0..300u64 {
+    for token in 0..900u64 {
         assert!(add(&mut journal, &mut model, token, (token % 3) as i64, (token / 3) as i64, 700)
             || {
                 model.apply(&drive(&mut journal));
@@ -199,9 +199,9 @@ fn reads_from_cache_and_disk_and_last_entry() {
     model.apply(&drive(&mut journal));
     verify_all(&mut journal, &model);
     assert!(journal.stats().reads_disk > 0);
-    assert!(journal.stats().segments_created > 0, "300 x 700 B must roll past 256 KiB");
-    assert_eq!(read_entry(&mut journal, 0, -1).unwrap(), body(0, 99, 700));
-    assert_eq!(read_entry(&mut journal, 0, 100), Err(ReadError::NoEntry));
+    assert!(journal.stats().segments_created > 0, "900 x 700 B must roll past two 256 KiB segments");
+    assert_eq!(read_entry(&mut journal, 0, -1).unwrap(), body(0, 299, 700));
+    assert_eq!(read_entry(&mut journal, 0, 300), Err(ReadError::NoEntry));
     // A latent read error is EIO for that entry, never "no entry"; the next read works.
     journal.disk_mut().faults.read_error_ppm = 1_000_000;
     assert_eq!(read_entry(&mut journal, 1, 0), Err(ReadError::Io));

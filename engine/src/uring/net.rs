@@ -6,6 +6,7 @@ use io_uring::{opcode, types};
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Index of a buffer in `NetBuffers`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -298,6 +299,26 @@ impl Socket {
         }
     }
 
+    /// Installs SIGINT and SIGTERM handlers that only set the returned flag, so shard loops
+    /// can stop gracefully (they check it every turn). Idempotent: later calls return the same
+    /// flag. SIGPIPE is ignored too, so a peer that went away shows up as EPIPE, not a kill.
+    pub fn install_shutdown_signals() -> io::Result<&'static AtomicBool> {
+        for signal in [libc::SIGINT, libc::SIGTERM] {
+            let handler = shutdown_signal_handler as extern "C" fn(libc::c_int);
+            // SAFETY: the handler only stores to a static atomic, which is async-signal-safe;
+            // `signal` with a valid signal number and function pointer has no other effect.
+            let previous = unsafe { libc::signal(signal, handler as libc::sighandler_t) };
+            if previous == libc::SIG_ERR {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        // SAFETY: ignoring SIGPIPE installs no code at all.
+        if unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) } == libc::SIG_ERR {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(&SHUTDOWN_REQUESTED)
+    }
+
     /// Voluntary and involuntary context switches of the calling thread (getrusage).
     #[must_use]
     pub fn thread_context_switches() -> (u64, u64) {
@@ -312,6 +333,15 @@ impl Socket {
         let involuntary = u64::try_from(usage.ru_nivcsw).unwrap_or(0);
         (voluntary, involuntary)
     }
+}
+
+/// Set by SIGINT/SIGTERM; see `Socket::install_shutdown_signals`.
+static SHUTDOWN_REQUESTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn shutdown_signal_handler(_signal: libc::c_int) {
+    // Only an atomic store: anything else (allocation, locks, printing) is not
+    // async-signal-safe.
+    SHUTDOWN_REQUESTED.store(true, Ordering::SeqCst);
 }
 
 fn set_option(socket: RawFd, level: i32, name: i32, value: i32) -> io::Result<()> {

@@ -1,0 +1,170 @@
+//! `ringlog-bench journal`: drives the engine in-process (no network) with N appends always
+//! outstanding and measures staging-to-durable latency, throughput and batch size.
+
+use crate::report::Report;
+use engine::journal::{AddOptions, Event, Journal};
+use engine::uring::{Ring, UringDisk};
+use engine::{AddError, Config, EntryId, LedgerId, SyncMode};
+use std::cell::RefCell;
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+/// Flags of `ringlog-bench journal`.
+#[derive(clap::Args, Debug)]
+pub struct JournalArgs {
+    /// Directory for the journal (a fresh subdirectory is created and removed).
+    #[arg(long)]
+    pub dir: PathBuf,
+    /// Bytes per entry body. Default: 1024.
+    #[arg(long, default_value_t = 1024)]
+    pub entry_size: usize,
+    /// Appends kept outstanding at all times (closed loop). Default: 1.
+    #[arg(long, default_value_t = 1)]
+    pub outstanding: usize,
+    /// Seconds to measure after a 1 s warm-up. Default: 5.
+    #[arg(long, default_value_t = 5)]
+    pub seconds: u64,
+    /// Commits in flight (engine default 2).
+    #[arg(long, default_value_t = 2)]
+    pub commits_in_flight: usize,
+    /// Use single RWF_DSYNC writes instead of write + linked fdatasync.
+    #[arg(long)]
+    pub dsync: bool,
+    /// Segment size in bytes. Default: 1 GiB.
+    #[arg(long, default_value_t = 1024 * 1024 * 1024)]
+    pub segment_size: u64,
+    /// Write the report as one JSON object to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+/// Runs the in-process journal benchmark and prints its report.
+pub fn run(args: &JournalArgs) -> Result<(), String> {
+    if args.outstanding == 0 || args.outstanding > 1_000_000 {
+        return Err("--outstanding must be between 1 and 1000000".into());
+    }
+    let dir = args.dir.join(format!("ringlog-journal-bench-{}", std::process::id()));
+    let result = measure(args, &dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    let report = result?;
+    report.print();
+    if let Some(path) = &args.json {
+        report.write_json(path).map_err(|error| format!("writing {}: {error}", path.display()))?;
+    }
+    Ok(())
+}
+
+struct Loop {
+    ring: Rc<RefCell<Ring>>,
+    journal: Journal<UringDisk>,
+    started: Vec<Option<Instant>>,
+    events: Vec<Event>,
+    next_entry: i64,
+    outstanding: usize,
+}
+
+fn measure(args: &JournalArgs, dir: &std::path::Path) -> Result<Report, String> {
+    let ring = Rc::new(RefCell::new(Ring::new(1024).map_err(|e| format!("io_uring: {e}"))?));
+    let disk = UringDisk::open(ring.clone(), dir, true).map_err(|e| e.to_string())?;
+    let config = Config {
+        segment_size: args.segment_size,
+        commits_in_flight_max: args.commits_in_flight,
+        sync_mode: if args.dsync { SyncMode::Dsync } else { SyncMode::LinkedFdatasync },
+        ..Config::default()
+    };
+    let journal = Journal::open(disk, config).map_err(|error| error.to_string())?;
+    let mut state = Loop {
+        ring,
+        journal,
+        started: vec![None; args.outstanding.next_power_of_two()],
+        events: Vec::with_capacity(1 << 16),
+        next_entry: 0,
+        outstanding: 0,
+    };
+    let body = vec![0x5Au8; args.entry_size];
+    let mut report = Report::new("journal");
+    let warmup_end = Instant::now() + Duration::from_secs(1);
+    let mut measure_start: Option<Instant> = None;
+    let (commits_at_start, entries_at_start) = (0u64, 0u64);
+    let mut baseline = (commits_at_start, entries_at_start);
+    loop {
+        let now = Instant::now();
+        if measure_start.is_none() && now >= warmup_end {
+            measure_start = Some(now);
+            let stats = state.journal.stats();
+            baseline = (stats.commits_durable, stats.entries_durable);
+        }
+        if measure_start.is_some_and(|start| now - start >= Duration::from_secs(args.seconds)) {
+            break;
+        }
+        fill(&mut state, args.outstanding, &body)?;
+        state.journal.submit();
+        state.ring.borrow_mut().submit_and_wait(1).map_err(|e| e.to_string())?;
+        state.ring.borrow_mut().reap(&mut Vec::new());
+        state.journal.poll();
+        drain(&mut state, &mut report, measure_start.is_some(), args.entry_size)?;
+    }
+    report.elapsed = measure_start.map_or(Duration::ZERO, |start| start.elapsed());
+    let stats = state.journal.stats();
+    let commits = stats.commits_durable - baseline.0;
+    let entries = stats.entries_durable - baseline.1;
+    let batch_mean = if commits == 0 { 0.0 } else { entries as f64 / commits as f64 };
+    report.extra.push(("batch_entries_mean", batch_mean));
+    report.extra.push(("commits_per_sec", commits as f64 / report.elapsed.as_secs_f64().max(1e-9)));
+    report.extra.push(("outstanding", args.outstanding as f64));
+    report.extra.push(("entry_size", args.entry_size as f64));
+    let mode = if args.dsync { "RWF_DSYNC" } else { "write + linked fdatasync" };
+    report.notes.push(format!(
+        "engine in-process, {} outstanding, {} B entries, {mode}, {} commits in flight",
+        args.outstanding, args.entry_size, args.commits_in_flight
+    ));
+    Ok(report)
+}
+
+fn fill(state: &mut Loop, outstanding: usize, body: &[u8]) -> Result<(), String> {
+    let mask = state.started.len() - 1;
+    while state.outstanding < outstanding {
+        let entry = state.next_entry;
+        let token = entry as u64;
+        let options = AddOptions::default();
+        match state.journal.add(token, LedgerId(1), EntryId(entry), &[0u8; 20], body, options) {
+            Ok(()) => {
+                state.started[token as usize & mask] = Some(Instant::now());
+                state.next_entry += 1;
+                state.outstanding += 1;
+            }
+            Err(AddError::StagingFull) => return Ok(()),
+            Err(error) => return Err(format!("append failed: {error:?}")),
+        }
+    }
+    Ok(())
+}
+
+fn drain(state: &mut Loop, report: &mut Report, measuring: bool, size: usize) -> Result<(), String> {
+    let mask = state.started.len() - 1;
+    state.journal.events_swap(&mut state.events);
+    for event in state.events.drain(..) {
+        let (token, ok) = match event {
+            Event::Durable { token } | Event::Written { token } => (token, true),
+            Event::Failed { token } => (token, false),
+            Event::ReadDone { .. } => continue,
+        };
+        state.outstanding -= 1;
+        let started = state.started[token as usize & mask].take().expect("token was staged");
+        if !measuring {
+            continue;
+        }
+        if ok {
+            report.count += 1;
+            report.bytes += size as u64;
+            let _ = report.latency_us.record((started.elapsed().as_micros() as u64).max(1));
+        } else {
+            report.errors += 1;
+        }
+    }
+    if state.journal.is_poisoned() {
+        return Err("journal poisoned: a write or fdatasync failed".into());
+    }
+    Ok(())
+}
