@@ -43,31 +43,39 @@ pub fn run(args: &DiskArgs) -> Result<(), String> {
     if file_size < args.size as u64 * 2 {
         return Err("--file-size must hold at least two writes".into());
     }
-    let dir = args.dir.join(format!("ringlog-disk-floor-{}", std::process::id()));
+    let dir = args
+        .dir
+        .join(format!("ringlog-disk-floor-{}", std::process::id()));
     let result = measure(args, &dir, file_size);
     let _ = std::fs::remove_dir_all(&dir);
     let report = result?;
     report.print();
     if let Some(path) = &args.json {
-        report.write_json(path).map_err(|error| format!("writing {}: {error}", path.display()))?;
+        report
+            .write_json(path)
+            .map_err(|error| format!("writing {}: {error}", path.display()))?;
     }
     Ok(())
 }
 
 fn measure(args: &DiskArgs, dir: &std::path::Path, file_size: u64) -> Result<Report, String> {
-    let ring = Rc::new(RefCell::new(Ring::new(64).map_err(|e| format!("io_uring: {e}"))?));
+    let ring = Rc::new(RefCell::new(
+        Ring::new(64).map_err(|e| format!("io_uring: {e}"))?,
+    ));
     let mut disk = UringDisk::open(ring.clone(), dir, true)
         .map_err(|error| format!("opening {}: {error}", dir.display()))?;
     let chunk = 8 * 1024 * 1024;
     disk.buffers_allocate(&[chunk]);
     let segment = SegmentId(0);
     let buffer = BufferId(0);
-    disk.segment_create(segment, file_size).map_err(|e| format!("creating file: {e}"))?;
+    disk.segment_create(segment, file_size)
+        .map_err(|e| format!("creating file: {e}"))?;
     // Zero-fill and sync: no unwritten extents, so no write pays for metadata.
     let mut position = 0;
     while position < file_size {
         let length = (file_size - position).min(chunk as u64) as usize;
-        disk.write_blocking(segment, position, buffer, length).map_err(|e| e.to_string())?;
+        disk.write_blocking(segment, position, buffer, length)
+            .map_err(|e| e.to_string())?;
         position += length as u64;
     }
     disk.sync_blocking(segment).map_err(|e| e.to_string())?;
@@ -75,7 +83,11 @@ fn measure(args: &DiskArgs, dir: &std::path::Path, file_size: u64) -> Result<Rep
     for (index, byte) in payload.iter_mut().take(args.size).enumerate() {
         *byte = (index % 251) as u8 + 1;
     }
-    let sync = if args.dsync { WriteSync::Dsync } else { WriteSync::LinkedFdatasync };
+    let sync = if args.dsync {
+        WriteSync::Dsync
+    } else {
+        WriteSync::LinkedFdatasync
+    };
     let mut report = Report::new("disk");
     let warmup_end = Instant::now() + Duration::from_secs(1);
     let mut measure_start = None;
@@ -96,7 +108,9 @@ fn measure(args: &DiskArgs, dir: &std::path::Path, file_size: u64) -> Result<Rep
         let mut ok = true;
         let mut seen = 0;
         while seen < expected {
-            ring.borrow_mut().submit_and_wait(1).map_err(|e| e.to_string())?;
+            ring.borrow_mut()
+                .submit_and_wait(1)
+                .map_err(|e| e.to_string())?;
             ring.borrow_mut().reap(&mut Vec::new());
             disk.poll(&mut completions);
             for completion in completions.drain(..) {
@@ -120,8 +134,15 @@ fn measure(args: &DiskArgs, dir: &std::path::Path, file_size: u64) -> Result<Rep
         }
     }
     report.elapsed = measure_start.map_or(Duration::ZERO, |start| start.elapsed());
-    let mode = if args.dsync { "O_DIRECT write with RWF_DSYNC" } else { "O_DIRECT write + linked fdatasync" };
-    report.notes.push(format!("{mode}, QD1, {} B writes, preallocated zeroed file", args.size));
+    let mode = if args.dsync {
+        "O_DIRECT write with RWF_DSYNC"
+    } else {
+        "O_DIRECT write + linked fdatasync"
+    };
+    report.notes.push(format!(
+        "{mode}, QD1, {} B writes, preallocated zeroed file",
+        args.size
+    ));
     report.extra.push(("write_size", args.size as f64));
     Ok(report)
 }

@@ -44,13 +44,17 @@ pub fn run(args: &JournalArgs) -> Result<(), String> {
     if args.outstanding == 0 || args.outstanding > 1_000_000 {
         return Err("--outstanding must be between 1 and 1000000".into());
     }
-    let dir = args.dir.join(format!("ringlog-journal-bench-{}", std::process::id()));
+    let dir = args
+        .dir
+        .join(format!("ringlog-journal-bench-{}", std::process::id()));
     let result = measure(args, &dir);
     let _ = std::fs::remove_dir_all(&dir);
     let report = result?;
     report.print();
     if let Some(path) = &args.json {
-        report.write_json(path).map_err(|error| format!("writing {}: {error}", path.display()))?;
+        report
+            .write_json(path)
+            .map_err(|error| format!("writing {}: {error}", path.display()))?;
     }
     Ok(())
 }
@@ -65,12 +69,18 @@ struct Loop {
 }
 
 fn measure(args: &JournalArgs, dir: &std::path::Path) -> Result<Report, String> {
-    let ring = Rc::new(RefCell::new(Ring::new(1024).map_err(|e| format!("io_uring: {e}"))?));
+    let ring = Rc::new(RefCell::new(
+        Ring::new(1024).map_err(|e| format!("io_uring: {e}"))?,
+    ));
     let disk = UringDisk::open(ring.clone(), dir, true).map_err(|e| e.to_string())?;
     let config = Config {
         segment_size: args.segment_size,
         commits_in_flight_max: args.commits_in_flight,
-        sync_mode: if args.dsync { SyncMode::Dsync } else { SyncMode::LinkedFdatasync },
+        sync_mode: if args.dsync {
+            SyncMode::Dsync
+        } else {
+            SyncMode::LinkedFdatasync
+        },
         ..Config::default()
     };
     let journal = Journal::open(disk, config).map_err(|error| error.to_string())?;
@@ -100,21 +110,41 @@ fn measure(args: &JournalArgs, dir: &std::path::Path) -> Result<Report, String> 
         }
         fill(&mut state, args.outstanding, &body)?;
         state.journal.submit();
-        state.ring.borrow_mut().submit_and_wait(1).map_err(|e| e.to_string())?;
+        state
+            .ring
+            .borrow_mut()
+            .submit_and_wait(1)
+            .map_err(|e| e.to_string())?;
         state.ring.borrow_mut().reap(&mut Vec::new());
         state.journal.poll();
-        drain(&mut state, &mut report, measure_start.is_some(), args.entry_size)?;
+        drain(
+            &mut state,
+            &mut report,
+            measure_start.is_some(),
+            args.entry_size,
+        )?;
     }
     report.elapsed = measure_start.map_or(Duration::ZERO, |start| start.elapsed());
     let stats = state.journal.stats();
     let commits = stats.commits_durable - baseline.0;
     let entries = stats.entries_durable - baseline.1;
-    let batch_mean = if commits == 0 { 0.0 } else { entries as f64 / commits as f64 };
+    let batch_mean = if commits == 0 {
+        0.0
+    } else {
+        entries as f64 / commits as f64
+    };
     report.extra.push(("batch_entries_mean", batch_mean));
-    report.extra.push(("commits_per_sec", commits as f64 / report.elapsed.as_secs_f64().max(1e-9)));
+    report.extra.push((
+        "commits_per_sec",
+        commits as f64 / report.elapsed.as_secs_f64().max(1e-9),
+    ));
     report.extra.push(("outstanding", args.outstanding as f64));
     report.extra.push(("entry_size", args.entry_size as f64));
-    let mode = if args.dsync { "RWF_DSYNC" } else { "write + linked fdatasync" };
+    let mode = if args.dsync {
+        "RWF_DSYNC"
+    } else {
+        "write + linked fdatasync"
+    };
     report.notes.push(format!(
         "engine in-process, {} outstanding, {} B entries, {mode}, {} commits in flight",
         args.outstanding, args.entry_size, args.commits_in_flight
@@ -128,7 +158,14 @@ fn fill(state: &mut Loop, outstanding: usize, body: &[u8]) -> Result<(), String>
         let entry = state.next_entry;
         let token = entry as u64;
         let options = AddOptions::default();
-        match state.journal.add(token, LedgerId(1), EntryId(entry), &[0u8; 20], body, options) {
+        match state.journal.add(
+            token,
+            LedgerId(1),
+            EntryId(entry),
+            &[0u8; 20],
+            body,
+            options,
+        ) {
             Ok(()) => {
                 state.started[token as usize & mask] = Some(Instant::now());
                 state.next_entry += 1;
@@ -141,7 +178,12 @@ fn fill(state: &mut Loop, outstanding: usize, body: &[u8]) -> Result<(), String>
     Ok(())
 }
 
-fn drain(state: &mut Loop, report: &mut Report, measuring: bool, size: usize) -> Result<(), String> {
+fn drain(
+    state: &mut Loop,
+    report: &mut Report,
+    measuring: bool,
+    size: usize,
+) -> Result<(), String> {
     let mask = state.started.len() - 1;
     state.journal.events_swap(&mut state.events);
     for event in state.events.drain(..) {
@@ -151,14 +193,18 @@ fn drain(state: &mut Loop, report: &mut Report, measuring: bool, size: usize) ->
             Event::ReadDone { .. } => continue,
         };
         state.outstanding -= 1;
-        let started = state.started[token as usize & mask].take().expect("token was staged");
+        let started = state.started[token as usize & mask]
+            .take()
+            .expect("token was staged");
         if !measuring {
             continue;
         }
         if ok {
             report.count += 1;
             report.bytes += size as u64;
-            let _ = report.latency_us.record((started.elapsed().as_micros() as u64).max(1));
+            let _ = report
+                .latency_us
+                .record((started.elapsed().as_micros() as u64).max(1));
         } else {
             report.errors += 1;
         }

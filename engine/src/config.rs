@@ -70,16 +70,28 @@ impl Config {
             && self.segment_size % SECTOR_SIZE as u64 == 0;
         if !segment_ok {
             let expected = "a multiple of 4096 between 65536 and 4294963200";
-            return Err(ConfigError { field: "segment_size", expected });
+            return Err(ConfigError {
+                field: "segment_size",
+                expected,
+            });
         }
         if !(1..=COMMITS_IN_FLIGHT_MAX).contains(&self.commits_in_flight_max) {
-            return Err(ConfigError { field: "commits_in_flight_max", expected: "1..=4" });
+            return Err(ConfigError {
+                field: "commits_in_flight_max",
+                expected: "1..=4",
+            });
         }
         if self.read_cache_buffers > READ_CACHE_BUFFERS_MAX {
-            return Err(ConfigError { field: "read_cache_buffers", expected: "0..=16" });
+            return Err(ConfigError {
+                field: "read_cache_buffers",
+                expected: "0..=16",
+            });
         }
         if !(1..=READS_IN_FLIGHT_MAX).contains(&self.reads_in_flight_max) {
-            return Err(ConfigError { field: "reads_in_flight_max", expected: "1..=64" });
+            return Err(ConfigError {
+                field: "reads_in_flight_max",
+                expected: "1..=64",
+            });
         }
         Ok(())
     }

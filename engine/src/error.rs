@@ -58,16 +58,28 @@ impl std::fmt::Display for OpenError {
         match self {
             OpenError::Config(error) => write!(f, "{error}"),
             OpenError::Io { operation, error } => write!(f, "{operation}: {error}"),
-            OpenError::Corrupt { location, reason, valid_after } => write!(
+            OpenError::Corrupt {
+                location,
+                reason,
+                valid_after,
+            } => write!(
                 f,
                 "journal corrupt at {location} ({reason:?}), valid records follow at \
                  {valid_after}: refusing to truncate acknowledged data"
             ),
             OpenError::SegmentHeader { location } => {
-                write!(f, "invalid segment header in segment {}", location.segment.0)
+                write!(
+                    f,
+                    "invalid segment header in segment {}",
+                    location.segment.0
+                )
             }
             OpenError::SegmentSize { location, size } => {
-                write!(f, "segment {} has unexpected size {size}", location.segment.0)
+                write!(
+                    f,
+                    "segment {} has unexpected size {size}",
+                    location.segment.0
+                )
             }
         }
     }

@@ -18,7 +18,11 @@ pub struct Slot {
     payload_size: u32,
 }
 
-const SLOT_EMPTY: Slot = Slot { segment: 0, position: 0, payload_size: u32::MAX };
+const SLOT_EMPTY: Slot = Slot {
+    segment: 0,
+    position: 0,
+    payload_size: u32::MAX,
+};
 const _: () = assert!(std::mem::size_of::<Slot>() == 12);
 
 impl Slot {
@@ -27,12 +31,19 @@ impl Slot {
     pub fn new(location: Location, payload_size: u32) -> Slot {
         assert!(payload_size != u32::MAX);
         let position = u32::try_from(location.position.0).expect("segment positions fit u32");
-        Slot { segment: location.segment.0, position, payload_size }
+        Slot {
+            segment: location.segment.0,
+            position,
+            payload_size,
+        }
     }
     /// The record's location.
     #[must_use]
     pub fn location(&self) -> Location {
-        Location { segment: SegmentId(self.segment), position: Position(u64::from(self.position)) }
+        Location {
+            segment: SegmentId(self.segment),
+            position: Position(u64::from(self.position)),
+        }
     }
     /// The record's payload size.
     #[must_use]
@@ -88,9 +99,11 @@ impl Ledger {
     /// Durable entry ids in ascending order.
     pub fn entries(&self) -> impl Iterator<Item = EntryId> + '_ {
         let base = self.entry_base;
-        self.slots.iter().enumerate().filter(|(_, slot)| !slot.is_empty()).map(move |(i, _)| {
-            EntryId(base + i64::try_from(i).expect("slot index fits i64"))
-        })
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(_, slot)| !slot.is_empty())
+            .map(move |(i, _)| EntryId(base + i64::try_from(i).expect("slot index fits i64")))
     }
 
     fn insert(&mut self, entry: EntryId, slot: Slot) {
@@ -145,7 +158,10 @@ impl Index {
 
     /// Records a durable entry.
     pub fn insert_entry(&mut self, ledger: LedgerId, entry: EntryId, slot: Slot, lac: i64) {
-        let state = self.ledgers.get_mut(&ledger).expect("entries follow their ledger key");
+        let state = self
+            .ledgers
+            .get_mut(&ledger)
+            .expect("entries follow their ledger key");
         state.insert(entry, slot);
         state.last_add_confirmed = state.last_add_confirmed.max(lac);
     }

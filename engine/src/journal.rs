@@ -259,7 +259,10 @@ impl<D: Disk> Journal<D> {
         config.validate().map_err(OpenError::Config)?;
         let commit_buffers = config.commits_in_flight_max + 1 + config.read_cache_buffers;
         let mut sizes = vec![BATCH_BYTES_MAX; commit_buffers];
-        sizes.extend(std::iter::repeat_n(READ_BUFFER_SIZE, config.reads_in_flight_max));
+        sizes.extend(std::iter::repeat_n(
+            READ_BUFFER_SIZE,
+            config.reads_in_flight_max,
+        ));
         sizes.push(SEGMENT_HEADER_SIZE);
         disk.buffers_allocate(&sizes);
         let buffer_id = |index: usize| BufferId(u32::try_from(index).expect("few buffers"));
@@ -269,7 +272,10 @@ impl<D: Disk> Journal<D> {
             // runs behind the first segment's commits.
             let spare = recovered.segment_id_max.next();
             crate::recovery::create_blocking(&mut disk, spare, config.segment_size, buffer_id(0))?;
-            disk.segment_open(spare).map_err(|error| OpenError::Io { operation: "opening segment", error })?;
+            disk.segment_open(spare).map_err(|error| OpenError::Io {
+                operation: "opening segment",
+                error,
+            })?;
             recovered.spares.push(spare);
             recovered.segment_id_max = spare;
         }
@@ -279,7 +285,10 @@ impl<D: Disk> Journal<D> {
                 token: 0,
                 ledger: LedgerId(0),
                 entry: EntryId(0),
-                location: Location { segment: SegmentId(0), position: Position(0) },
+                location: Location {
+                    segment: SegmentId(0),
+                    position: Position(0),
+                },
                 payload_size: 0,
                 buffer: buffer_id(commit_buffers + index),
                 start: 0,
@@ -395,7 +404,11 @@ impl<D: Disk> Journal<D> {
     ) -> Result<(), AddError> {
         self.check_writable()?;
         let needs_key = self.check_ledger(ledger, master_key, None)?;
-        let key_size = if needs_key { record::record_size(MASTER_KEY_SIZE) } else { 0 };
+        let key_size = if needs_key {
+            record::record_size(MASTER_KEY_SIZE)
+        } else {
+            0
+        };
         self.reserve(record::record_size(0) + key_size, 2)?;
         if needs_key {
             self.create_ledger(ledger, master_key);
@@ -418,7 +431,11 @@ impl<D: Disk> Journal<D> {
             return Err(AddError::TooLarge);
         }
         let needs_key = self.check_ledger(ledger, master_key, None)?;
-        let key_size = if needs_key { record::record_size(MASTER_KEY_SIZE) } else { 0 };
+        let key_size = if needs_key {
+            record::record_size(MASTER_KEY_SIZE)
+        } else {
+            0
+        };
         self.reserve(record::record_size(body.len()) + key_size, 2)?;
         if needs_key {
             self.create_ledger(ledger, master_key);
@@ -435,7 +452,13 @@ impl<D: Disk> Journal<D> {
             return Err(AddError::NoLedger);
         }
         self.reserve(record::record_size(0), 1)?;
-        self.stage_meta(Some(token), RecordKind::ForceMarker, ledger, ENTRY_ID_FORCE, &[]);
+        self.stage_meta(
+            Some(token),
+            RecordKind::ForceMarker,
+            ledger,
+            ENTRY_ID_FORCE,
+            &[],
+        );
         Ok(())
     }
 
@@ -482,7 +505,9 @@ impl<D: Disk> Journal<D> {
         master_key: &[u8; MASTER_KEY_SIZE],
         recovery: Option<bool>,
     ) -> Result<bool, AddError> {
-        let Some(state) = self.index.ledger(ledger) else { return Ok(true) };
+        let Some(state) = self.index.ledger(ledger) else {
+            return Ok(true);
+        };
         if state.master_key != *master_key {
             return Err(AddError::KeyMismatch);
         }
@@ -497,7 +522,13 @@ impl<D: Disk> Journal<D> {
         assert!(created);
         // The key record precedes the ledger's first record in the same commit, so it is
         // durable no later than the first acknowledgement.
-        self.stage_meta(None, RecordKind::LedgerKey, ledger, ENTRY_ID_LEDGER_KEY, master_key);
+        self.stage_meta(
+            None,
+            RecordKind::LedgerKey,
+            ledger,
+            ENTRY_ID_LEDGER_KEY,
+            master_key,
+        );
     }
 
     fn stage_meta(
@@ -526,7 +557,10 @@ impl<D: Disk> Journal<D> {
         let slot = self.staging.expect("reserve ran first");
         let commit = &self.commits[slot];
         let position = commit.position + to_u64(commit.length);
-        Location { segment: commit.segment, position: Position(position) }
+        Location {
+            segment: commit.segment,
+            position: Position(position),
+        }
     }
 
     fn fits(&self, slot: usize, size: usize, records: usize) -> bool {
@@ -559,7 +593,10 @@ impl<D: Disk> Journal<D> {
         }
         self.staging_open(size)?;
         let slot = self.staging.expect("opened");
-        assert!(self.fits(slot, size, records), "an empty commit holds any single add");
+        assert!(
+            self.fits(slot, size, records),
+            "an empty commit holds any single add"
+        );
         Ok(())
     }
 
@@ -582,7 +619,11 @@ impl<D: Disk> Journal<D> {
         if end > self.config.segment_size {
             let Some(spare) = self.spares.pop_front() else {
                 self.stats.staging_full += 1;
-                return Err(if self.read_only { AddError::ReadOnly } else { AddError::StagingFull });
+                return Err(if self.read_only {
+                    AddError::ReadOnly
+                } else {
+                    AddError::StagingFull
+                });
             };
             self.segment_active = spare;
             self.position_next = to_u64(SEGMENT_HEADER_SIZE);
@@ -672,7 +713,10 @@ impl<D: Disk> Journal<D> {
         };
         let token = TOKEN_COMMIT | to_u64(slot);
         let (segment, position) = (commit.segment, commit.position);
-        match self.disk.submit_write(token, segment, position, buffer, aligned, sync) {
+        match self
+            .disk
+            .submit_write(token, segment, position, buffer, aligned, sync)
+        {
             Ok(()) => {}
             Err(SubmitError::QueueFull) => return,
             Err(SubmitError::Io(_)) => {
@@ -766,7 +810,8 @@ impl<D: Disk> Journal<D> {
                 RecordKind::Entry => {
                     let slot_index = Slot::new(staged.location, staged.payload_size);
                     let lac = staged.last_add_confirmed;
-                    self.index.insert_entry(staged.ledger, staged.entry, slot_index, lac);
+                    self.index
+                        .insert_entry(staged.ledger, staged.entry, slot_index, lac);
                     self.stats.entries_durable += 1;
                 }
                 RecordKind::ExplicitLac => {
@@ -825,14 +870,19 @@ impl<D: Disk> Journal<D> {
 
     /// Moves queued events into `out` (swap; no allocation when `out` has capacity).
     pub fn events_swap(&mut self, out: &mut Vec<Event>) {
-        assert!(out.is_empty(), "events must be consumed before the next swap");
+        assert!(
+            out.is_empty(),
+            "events must be consumed before the next swap"
+        );
         std::mem::swap(&mut self.events, out);
     }
 }
 
 /// Body offset 16 holds the writer's LAC when the body is long enough (BookKeeper §4.1).
 fn body_last_add_confirmed(body: &[u8]) -> i64 {
-    let Some(field) = body.get(16..24) else { return -1 };
+    let Some(field) = body.get(16..24) else {
+        return -1;
+    };
     let mut bytes = [0u8; 8];
     bytes.copy_from_slice(field);
     i64::from_be_bytes(bytes)
@@ -859,7 +909,9 @@ impl<D: Disk> Journal<D> {
         if let Some(cached) = self.cached_record(location, slot.payload_size()) {
             if verify(cached, ledger, entry, location).is_some() {
                 self.stats.reads_cached += 1;
-                let cached = self.cached_record(location, slot.payload_size()).expect("found");
+                let cached = self
+                    .cached_record(location, slot.payload_size())
+                    .expect("found");
                 let body = verify(cached, ledger, entry, location).expect("verified");
                 return Ok(ReadOutcome::Ready { entry, body });
             }
@@ -903,11 +955,19 @@ impl<D: Disk> Journal<D> {
         read.attempts += 1;
         read.state = ReadState::InFlight;
         let token = TOKEN_READ | to_u64(slot);
-        let (segment, start, buffer, length) = (read.location.segment, read.start, read.buffer, read.length);
-        if self.disk.submit_read(token, segment, start, buffer, length).is_err() {
+        let (segment, start, buffer, length) =
+            (read.location.segment, read.start, read.buffer, read.length);
+        if self
+            .disk
+            .submit_read(token, segment, start, buffer, length)
+            .is_err()
+        {
             let read = &mut self.reads[slot];
             read.state = ReadState::Failed(ReadError::Busy);
-            self.events.push(Event::ReadDone { token: read.token, slot: ReadSlot(slot_u32(slot)) });
+            self.events.push(Event::ReadDone {
+                token: read.token,
+                slot: ReadSlot(slot_u32(slot)),
+            });
         }
     }
 
@@ -932,7 +992,10 @@ impl<D: Disk> Journal<D> {
         } else {
             self.reads[slot].state = ReadState::Done;
         }
-        self.events.push(Event::ReadDone { token: read.token, slot: ReadSlot(slot_u32(slot)) });
+        self.events.push(Event::ReadDone {
+            token: read.token,
+            slot: ReadSlot(slot_u32(slot)),
+        });
     }
 
     /// The result of a finished disk read: the entry id and its stored body.
@@ -983,7 +1046,11 @@ impl<D: Disk> Journal<D> {
                     let position = prepare.position_submitted;
                     let length = (size - position).min(to_u64(ZERO_CHUNK_SIZE));
                     let length = to_usize(length);
-                    if self.disk.submit_zero(TOKEN_PREPARE, segment, position, length).is_err() {
+                    if self
+                        .disk
+                        .submit_zero(TOKEN_PREPARE, segment, position, length)
+                        .is_err()
+                    {
                         break;
                     }
                     prepare.position_submitted += to_u64(length);
@@ -996,7 +1063,10 @@ impl<D: Disk> Journal<D> {
                 crate::segment::encode_segment_header(header, segment, size);
                 let buffer = self.header_buffer;
                 let (length, sync) = (SEGMENT_HEADER_SIZE, WriteSync::Dsync);
-                if self.disk.submit_write(TOKEN_PREPARE, segment, 0, buffer, length, sync).is_ok()
+                if self
+                    .disk
+                    .submit_write(TOKEN_PREPARE, segment, 0, buffer, length, sync)
+                    .is_ok()
                 {
                     self.prepare.as_mut().expect("present").in_flight = 1;
                 }
@@ -1110,7 +1180,8 @@ impl<D: Disk> Journal<D> {
     /// Records staged and not yet submitted.
     #[must_use]
     pub fn staged_records(&self) -> usize {
-        self.staging.map_or(0, |slot| self.commits[slot].records.len())
+        self.staging
+            .map_or(0, |slot| self.commits[slot].records.len())
     }
 
     /// Counters.

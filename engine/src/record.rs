@@ -138,7 +138,10 @@ pub fn encode(out: &mut [u8], header: &RecordHeader, payload: &[u8]) -> u32 {
     let checksum_header = header_checksum(head);
     head[8..12].copy_from_slice(&checksum_header.to_le_bytes());
     // Pair assertion: what goes to disk must decode to what was meant.
-    debug_assert_eq!(decode_header(head).map(|(h, _)| h.payload_size), Ok(header.payload_size));
+    debug_assert_eq!(
+        decode_header(head).map(|(h, _)| h.payload_size),
+        Ok(header.payload_size)
+    );
     checksum_header
 }
 
@@ -162,7 +165,9 @@ fn read_u64(bytes: &[u8], offset: usize) -> u64 {
 /// Verifies and decodes a header from the first 64 bytes of `bytes`. Returns the header and its
 /// checksum. Never trusts the length before the header checksum matched.
 pub fn decode_header(bytes: &[u8]) -> Result<(RecordHeader, u32), RecordError> {
-    let head = bytes.get(..RECORD_HEADER_SIZE).ok_or(RecordError::Truncated)?;
+    let head = bytes
+        .get(..RECORD_HEADER_SIZE)
+        .ok_or(RecordError::Truncated)?;
     let magic = read_u32(head, 0);
     if magic == 0 {
         return Err(RecordError::Zero);

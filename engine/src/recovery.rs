@@ -49,7 +49,9 @@ impl<D: Disk> Window<'_, D> {
         if !inside {
             let start = align_down_u64(position, SECTOR);
             self.segment = None;
-            let count = self.disk.read_blocking(segment, start, self.buffer, RECOVERY_CHUNK_SIZE)?;
+            let count =
+                self.disk
+                    .read_blocking(segment, start, self.buffer, RECOVERY_CHUNK_SIZE)?;
             self.segment = Some(segment);
             self.start = start;
             self.length = count;
@@ -82,7 +84,8 @@ pub(crate) fn recover<D: Disk>(
     let segments = disk.segments_list().map_err(io_error("listing segments"))?;
     if segments.is_empty() {
         create_blocking(disk, SegmentId(0), config.segment_size, buffer)?;
-        disk.segment_open(SegmentId(0)).map_err(io_error("opening segment"))?;
+        disk.segment_open(SegmentId(0))
+            .map_err(io_error("opening segment"))?;
         return Ok(Recovered {
             index: Index::default(),
             segment_active: SegmentId(0),
@@ -94,12 +97,22 @@ pub(crate) fn recover<D: Disk>(
             torn_tail_truncated: false,
         });
     }
-    let mut window = Window { disk, buffer, segment: None, start: 0, length: 0 };
+    let mut window = Window {
+        disk,
+        buffer,
+        segment: None,
+        start: 0,
+        length: 0,
+    };
     for &segment in &segments {
         check_segment(&mut window, segment, config.segment_size)?;
     }
     let size = config.segment_size;
-    let mut scan = Scan { index: Index::default(), sequence_next: None, checksum_previous: 0 };
+    let mut scan = Scan {
+        index: Index::default(),
+        sequence_next: None,
+        checksum_previous: 0,
+    };
     let stop = scan_records(&mut window, &segments, size, &mut scan)?;
     let sequence_last = scan.sequence_next.map_or(0, |next| next.0 - 1);
     let truncated = probe_and_truncate(&mut window, &segments, size, stop, sequence_last)?;
@@ -121,15 +134,29 @@ fn check_segment<D: Disk>(
     segment: SegmentId,
     size: u64,
 ) -> Result<(), OpenError> {
-    let location = Location { segment, position: Position(0) };
-    let file_size = window.disk.segment_open(segment).map_err(io_error("opening segment"))?;
+    let location = Location {
+        segment,
+        position: Position(0),
+    };
+    let file_size = window
+        .disk
+        .segment_open(segment)
+        .map_err(io_error("opening segment"))?;
     if file_size != size {
-        return Err(OpenError::SegmentSize { location, size: file_size });
+        return Err(OpenError::SegmentSize {
+            location,
+            size: file_size,
+        });
     }
-    let header = window.bytes(segment, 0, SEGMENT_HEADER_SIZE).map_err(io_error("reading"))?;
+    let header = window
+        .bytes(segment, 0, SEGMENT_HEADER_SIZE)
+        .map_err(io_error("reading"))?;
     match crate::segment::decode_segment_header(header, segment) {
         Ok(recorded) if recorded == size => Ok(()),
-        Ok(recorded) => Err(OpenError::SegmentSize { location, size: recorded }),
+        Ok(recorded) => Err(OpenError::SegmentSize {
+            location,
+            size: recorded,
+        }),
         Err(_) => Err(OpenError::SegmentHeader { location }),
     }
 }
@@ -145,7 +172,13 @@ fn scan_records<D: Disk>(
     let mut position = to_u64(SEGMENT_HEADER_SIZE);
     loop {
         let segment = segments[segment_index];
-        let stop = |reason| Ok(Stop { segment_index, position, reason });
+        let stop = |reason| {
+            Ok(Stop {
+                segment_index,
+                position,
+                reason,
+            })
+        };
         let at_end = position + to_u64(RECORD_HEADER_SIZE) > size;
         let step = if at_end {
             Err(RecordError::Zero)
@@ -157,7 +190,9 @@ fn scan_records<D: Disk>(
             Err(RecordError::Zero) if position % SECTOR != 0 && !at_end => {
                 let boundary = align_up_u64(position, SECTOR);
                 let gap = to_usize(boundary - position);
-                let padding = window.bytes(segment, position, gap).map_err(io_error("reading"))?;
+                let padding = window
+                    .bytes(segment, position, gap)
+                    .map_err(io_error("reading"))?;
                 if padding.iter().any(|&byte| byte != 0) {
                     return stop(Some(CorruptReason::Record(RecordError::Reserved)));
                 }
@@ -166,7 +201,9 @@ fn scan_records<D: Disk>(
             Err(RecordError::Zero) => {
                 // End of this segment's data: the log goes on only if the next segment starts
                 // with the expected record.
-                let Some(&next) = segments.get(segment_index + 1) else { return stop(None) };
+                let Some(&next) = segments.get(segment_index + 1) else {
+                    return stop(None);
+                };
                 let first = to_u64(SEGMENT_HEADER_SIZE);
                 let mut probe = Scan {
                     index: Index::default(),
@@ -191,12 +228,17 @@ fn next_record<D: Disk>(
     position: u64,
     scan: &mut Scan,
 ) -> Result<Result<u64, RecordError>, OpenError> {
-    let head = window.bytes(segment, position, RECORD_HEADER_SIZE).map_err(io_error("reading"))?;
+    let head = window
+        .bytes(segment, position, RECORD_HEADER_SIZE)
+        .map_err(io_error("reading"))?;
     let header = match record::decode_header(head) {
         Ok((header, _)) => header,
         Err(error) => return Ok(Err(error)),
     };
-    let location = Location { segment, position: Position(position) };
+    let location = Location {
+        segment,
+        position: Position(position),
+    };
     if header.location != location {
         return Ok(Err(RecordError::Magic));
     }
@@ -206,7 +248,9 @@ fn next_record<D: Disk>(
         }
     }
     let size = record::record_size(header.payload_size as usize);
-    let bytes = window.bytes(segment, position, size).map_err(io_error("reading"))?;
+    let bytes = window
+        .bytes(segment, position, size)
+        .map_err(io_error("reading"))?;
     let (header, checksum, payload) = match record::decode(bytes) {
         Ok(decoded) => decoded,
         Err(error) => return Ok(Err(error)),
@@ -242,7 +286,10 @@ fn apply(index: &mut Index, header: &RecordHeader, payload: &[u8]) {
         }
         RecordKind::ExplicitLac => {
             index.create(header.ledger, [0u8; crate::constants::MASTER_KEY_SIZE]);
-            index.ledger_mut(header.ledger).expect("created").explicit_lac = Some(slot);
+            index
+                .ledger_mut(header.ledger)
+                .expect("created")
+                .explicit_lac = Some(slot);
         }
         RecordKind::ForceMarker => {}
     }
@@ -257,8 +304,10 @@ fn probe_and_truncate<D: Disk>(
     stop: Stop,
     sequence_last: u64,
 ) -> Result<bool, OpenError> {
-    let stop_location =
-        Location { segment: segments[stop.segment_index], position: Position(stop.position) };
+    let stop_location = Location {
+        segment: segments[stop.segment_index],
+        position: Position(stop.position),
+    };
     // Highest non-zero byte (exclusive end) seen past the stop, per segment index.
     let mut dirty_end: Vec<(usize, u64)> = Vec::new();
     let mut scanned: u64 = 0;
@@ -280,7 +329,10 @@ fn probe_and_truncate<D: Disk>(
             }
             let evidence = position != stop.position || segment_index != stop.segment_index;
             if let (true, Ok((header, _))) = (evidence, record::decode_header(bytes)) {
-                let location = Location { segment, position: Position(position) };
+                let location = Location {
+                    segment,
+                    position: Position(position),
+                };
                 if header.location == location && header.sequence.0 > sequence_last {
                     commits_after += usize::from(header.commit_first);
                     if scanned >= TORN_WINDOW_BYTES || commits_after >= COMMITS_IN_FLIGHT_MAX {
@@ -330,8 +382,14 @@ fn zero_range<D: Disk>(
         let count = disk.read_blocking(segment, chunk_start, window.buffer, length);
         let count = count.map_err(io_error("reading torn tail"))?;
         if count < length {
-            let error = io::Error::new(io::ErrorKind::UnexpectedEof, "segment shorter than expected");
-            return Err(OpenError::Io { operation: "reading torn tail", error });
+            let error = io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "segment shorter than expected",
+            );
+            return Err(OpenError::Io {
+                operation: "reading torn tail",
+                error,
+            });
         }
         let keep = to_usize(from.saturating_sub(chunk_start)).min(length);
         disk.buffer_mut(window.buffer)[keep..length].fill(0);
@@ -339,7 +397,10 @@ fn zero_range<D: Disk>(
             .map_err(io_error("zeroing torn tail"))?;
         chunk_start += to_u64(length);
     }
-    window.disk.sync_blocking(segment).map_err(io_error("syncing torn tail"))
+    window
+        .disk
+        .sync_blocking(segment)
+        .map_err(io_error("syncing torn tail"))
 }
 
 /// Creates, zero-fills, syncs and publishes a segment with blocking calls (only at open, for
@@ -350,7 +411,8 @@ pub(crate) fn create_blocking<D: Disk>(
     size: u64,
     buffer: BufferId,
 ) -> Result<(), OpenError> {
-    disk.segment_create(segment, size).map_err(io_error("creating segment"))?;
+    disk.segment_create(segment, size)
+        .map_err(io_error("creating segment"))?;
     let chunk = to_u64(RECOVERY_CHUNK_SIZE);
     disk.buffer_mut(buffer).fill(0);
     let mut position = 0;
@@ -367,6 +429,8 @@ pub(crate) fn create_blocking<D: Disk>(
     );
     disk.write_blocking(segment, 0, buffer, SEGMENT_HEADER_SIZE)
         .map_err(io_error("writing segment header"))?;
-    disk.sync_blocking(segment).map_err(io_error("syncing segment"))?;
-    disk.segment_publish(segment).map_err(io_error("publishing segment"))
+    disk.sync_blocking(segment)
+        .map_err(io_error("syncing segment"))?;
+    disk.segment_publish(segment)
+        .map_err(io_error("publishing segment"))
 }

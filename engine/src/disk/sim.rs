@@ -140,7 +140,9 @@ impl SimDisk {
         let mut files = std::mem::take(&mut self.files);
         for (index, file) in files.iter_mut().enumerate() {
             let unsynced = std::mem::take(&mut file.unsynced);
-            let writes = unsynced.into_iter().map(|(_, position, data)| (position, data));
+            let writes = unsynced
+                .into_iter()
+                .map(|(_, position, data)| (position, data));
             let extra = in_flight.iter().filter(|(f, _, _)| *f == index);
             let extra = extra.map(|(_, position, data)| (*position, data.clone()));
             for (position, data) in writes.chain(extra) {
@@ -177,7 +179,10 @@ impl SimDisk {
     }
 
     fn file_index(&self, id: SegmentId) -> io::Result<usize> {
-        self.open.get(&id).copied().ok_or_else(|| io::Error::from_raw_os_error(9))
+        self.open
+            .get(&id)
+            .copied()
+            .ok_or_else(|| io::Error::from_raw_os_error(9))
     }
 
     fn busy_hold(&mut self, buffer: BufferId) {
@@ -197,10 +202,19 @@ impl SimDisk {
                 (DiskOp::Read, self.complete_read(&pending, buffer, length))
             }
         };
-        out.push(DiskCompletion { token: pending.token, op, result });
+        out.push(DiskCompletion {
+            token: pending.token,
+            op,
+            result,
+        });
     }
 
-    fn complete_write(&mut self, pending: &Pending, data: Vec<u8>, sync: WriteSync) -> (DiskOp, i32) {
+    fn complete_write(
+        &mut self,
+        pending: &Pending,
+        data: Vec<u8>,
+        sync: WriteSync,
+    ) -> (DiskOp, i32) {
         let linked = sync == WriteSync::LinkedFdatasync;
         let mut length = data.len();
         let mut failed = self.rng.chance(self.faults.write_error_ppm);
@@ -220,18 +234,30 @@ impl SimDisk {
         file.live[start..end].copy_from_slice(&data[..length]);
         self.write_completions += 1;
         if sync == WriteSync::Dsync {
-            apply(&mut file.durable, file.live.len(), pending.position, &data[..length]);
+            apply(
+                &mut file.durable,
+                file.live.len(),
+                pending.position,
+                &data[..length],
+            );
             // Older unsynced writes must not land over this newer durable data later.
             supersede(&mut file.unsynced, pending.position, &data[..length]);
         } else {
-            file.unsynced.push((self.write_completions, pending.position, data[..length].to_vec()));
+            file.unsynced.push((
+                self.write_completions,
+                pending.position,
+                data[..length].to_vec(),
+            ));
         }
         if length < data.len() {
             self.cancel_linked(pending.token, linked);
         } else if linked {
             self.release_linked(pending.token);
         }
-        (DiskOp::Write, i32::try_from(length).expect("sim writes are small"))
+        (
+            DiskOp::Write,
+            i32::try_from(length).expect("sim writes are small"),
+        )
     }
 
     fn cancel_linked(&mut self, token: DiskToken, linked: bool) {
@@ -361,7 +387,10 @@ impl Disk for SimDisk {
     }
 
     fn buffer_mut(&mut self, id: BufferId) -> &mut [u8] {
-        assert_eq!(self.buffers_busy[id.0 as usize], 0, "buffer {id:?} is in flight");
+        assert_eq!(
+            self.buffers_busy[id.0 as usize], 0,
+            "buffer {id:?} is in flight"
+        );
         &mut self.buffers[id.0 as usize]
     }
 
@@ -377,12 +406,17 @@ impl Disk for SimDisk {
             self.directory_durable.remove(&name);
         }
         let names = self.directory_live.keys();
-        Ok(names.filter_map(|name| crate::segment::parse_segment_file_name(name)).collect())
+        Ok(names
+            .filter_map(|name| crate::segment::parse_segment_file_name(name))
+            .collect())
     }
 
     fn segment_open(&mut self, id: SegmentId) -> io::Result<u64> {
         let name = segment_file_name(id);
-        let index = *self.directory_live.get(&name).ok_or(io::ErrorKind::NotFound)?;
+        let index = *self
+            .directory_live
+            .get(&name)
+            .ok_or(io::ErrorKind::NotFound)?;
         self.open.insert(id, index);
         Ok(crate::stdx::to_u64(self.files[index].live.len()))
     }
@@ -394,16 +428,24 @@ impl Disk for SimDisk {
             }
         }
         let live = vec![0u8; crate::stdx::to_usize(size)];
-        self.files.push(SimFile { live, durable: Vec::new(), unsynced: Vec::new() });
+        self.files.push(SimFile {
+            live,
+            durable: Vec::new(),
+            unsynced: Vec::new(),
+        });
         let index = self.files.len() - 1;
-        self.directory_live.insert(segment_temporary_file_name(id), index);
+        self.directory_live
+            .insert(segment_temporary_file_name(id), index);
         self.open.insert(id, index);
         Ok(())
     }
 
     fn segment_publish(&mut self, id: SegmentId) -> io::Result<()> {
         let temporary = segment_temporary_file_name(id);
-        let index = self.directory_live.remove(&temporary).ok_or(io::ErrorKind::NotFound)?;
+        let index = self
+            .directory_live
+            .remove(&temporary)
+            .ok_or(io::ErrorKind::NotFound)?;
         self.directory_live.insert(segment_file_name(id), index);
         self.directory_durable = self.directory_live.clone();
         Ok(())
@@ -472,11 +514,25 @@ impl Disk for SimDisk {
         let data = self.buffers[buffer.0 as usize][..length].to_vec();
         self.busy_hold(buffer);
         let kind = PendingKind::Write { data, sync };
-        let write = Pending { token, file, position, kind, holds: Some(buffer), covers_up_to: 0 };
+        let write = Pending {
+            token,
+            file,
+            position,
+            kind,
+            holds: Some(buffer),
+            covers_up_to: 0,
+        };
         self.pending.push(write);
         if sync == WriteSync::LinkedFdatasync {
             let kind = PendingKind::LinkedSync;
-            let sync = Pending { token, file, position: 0, kind, holds: None, covers_up_to: 0 };
+            let sync = Pending {
+                token,
+                file,
+                position: 0,
+                kind,
+                holds: None,
+                covers_up_to: 0,
+            };
             self.queued.push(sync);
         }
         Ok(())
@@ -490,8 +546,18 @@ impl Disk for SimDisk {
         length: usize,
     ) -> Result<(), SubmitError> {
         let file = self.file_index(id).map_err(SubmitError::Io)?;
-        let kind = PendingKind::Write { data: vec![0u8; length], sync: WriteSync::None };
-        self.pending.push(Pending { token, file, position, kind, holds: None, covers_up_to: 0 });
+        let kind = PendingKind::Write {
+            data: vec![0u8; length],
+            sync: WriteSync::None,
+        };
+        self.pending.push(Pending {
+            token,
+            file,
+            position,
+            kind,
+            holds: None,
+            covers_up_to: 0,
+        });
         Ok(())
     }
 
@@ -499,7 +565,14 @@ impl Disk for SimDisk {
         let file = self.file_index(id).map_err(SubmitError::Io)?;
         let covers_up_to = self.write_completions;
         let kind = PendingKind::Sync;
-        self.pending.push(Pending { token, file, position: 0, kind, holds: None, covers_up_to });
+        self.pending.push(Pending {
+            token,
+            file,
+            position: 0,
+            kind,
+            holds: None,
+            covers_up_to,
+        });
         Ok(())
     }
 
@@ -514,7 +587,14 @@ impl Disk for SimDisk {
         let file = self.file_index(id).map_err(SubmitError::Io)?;
         self.busy_hold(buffer);
         let kind = PendingKind::Read { buffer, length };
-        let read = Pending { token, file, position, kind, holds: Some(buffer), covers_up_to: 0 };
+        let read = Pending {
+            token,
+            file,
+            position,
+            kind,
+            holds: Some(buffer),
+            covers_up_to: 0,
+        };
         self.pending.push(read);
         Ok(())
     }

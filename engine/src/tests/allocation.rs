@@ -36,13 +36,25 @@ fn allocations() -> u64 {
 #[test]
 fn steady_state_add_and_stage_allocates_nothing_per_entry() {
     // 8 MiB segments: no rollover (whose simulated I/O allocates) falls in the measured window.
-    let config = crate::Config { segment_size: 8 * 1024 * 1024, ..config_small() };
+    let config = crate::Config {
+        segment_size: 8 * 1024 * 1024,
+        ..config_small()
+    };
     let mut journal = Journal::open(SimDisk::new(1), config).unwrap();
     let data = body(1, 0, 256);
     let mut events = Vec::with_capacity(100_000);
     // Warm up: create the ledger and grow its index array once.
     for entry in 0..2000i64 {
-        journal.add(entry as u64, LedgerId(1), EntryId(entry), &KEY, &data, AddOptions::default()).unwrap();
+        journal
+            .add(
+                entry as u64,
+                LedgerId(1),
+                EntryId(entry),
+                &KEY,
+                &data,
+                AddOptions::default(),
+            )
+            .unwrap();
         if entry % 100 == 0 {
             drive(&mut journal);
         }
@@ -53,10 +65,21 @@ fn steady_state_add_and_stage_allocates_nothing_per_entry() {
     // completion is outside the measured region.)
     let before = allocations();
     for entry in 2000..2100i64 {
-        journal.add(entry as u64, LedgerId(1), EntryId(entry), &KEY, &data, AddOptions::default()).unwrap();
+        journal
+            .add(
+                entry as u64,
+                LedgerId(1),
+                EntryId(entry),
+                &KEY,
+                &data,
+                AddOptions::default(),
+            )
+            .unwrap();
     }
     let after = allocations();
     assert_eq!(after - before, 0, "add allocated on the hot path");
     journal.events_swap(&mut events);
-    assert!(events.iter().all(|event| !matches!(event, Event::Failed { .. })));
+    assert!(events
+        .iter()
+        .all(|event| !matches!(event, Event::Failed { .. })));
 }

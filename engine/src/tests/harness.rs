@@ -8,7 +8,10 @@ use std::collections::BTreeMap;
 pub const KEY: [u8; 20] = [7u8; 20];
 
 pub fn config_small() -> Config {
-    Config { segment_size: 256 * 1024, ..Config::default() }
+    Config {
+        segment_size: 256 * 1024,
+        ..Config::default()
+    }
 }
 
 /// A BookKeeper-like body: ledger, entry, lac, length, then a payload derived from the ids.
@@ -82,8 +85,14 @@ pub fn add(
     size: usize,
 ) -> bool {
     let data = body(ledger, entry, size);
-    let result =
-        journal.add(token, LedgerId(ledger), EntryId(entry), &KEY, &data, AddOptions::default());
+    let result = journal.add(
+        token,
+        LedgerId(ledger),
+        EntryId(entry),
+        &KEY,
+        &data,
+        AddOptions::default(),
+    );
     if result.is_ok() {
         model.pending.insert(token, (ledger, entry, data));
     }
@@ -93,9 +102,8 @@ pub fn add(
 /// Reads every acked entry back and compares bytes; reads of disk go through `drive`.
 pub fn verify_all<D: Disk>(journal: &mut Journal<D>, model: &Model) {
     for (&(ledger, entry), expected) in &model.acked {
-        let got = read_entry(journal, ledger, entry).unwrap_or_else(|error| {
-            panic!("acked entry {ledger}/{entry} unreadable: {error:?}")
-        });
+        let got = read_entry(journal, ledger, entry)
+            .unwrap_or_else(|error| panic!("acked entry {ledger}/{entry} unreadable: {error:?}"));
         assert_eq!(&got, expected, "entry {ledger}/{entry} differs");
     }
 }
@@ -106,7 +114,11 @@ pub fn read_entry<D: Disk>(
     entry: i64,
 ) -> Result<Vec<u8>, crate::ReadError> {
     use crate::journal::{ReadOutcome, ReadTarget};
-    let target = if entry < 0 { ReadTarget::Last } else { ReadTarget::Entry(EntryId(entry)) };
+    let target = if entry < 0 {
+        ReadTarget::Last
+    } else {
+        ReadTarget::Entry(EntryId(entry))
+    };
     match journal.read(9, LedgerId(ledger), target)? {
         ReadOutcome::Ready { body, .. } => return Ok(body.to_vec()),
         ReadOutcome::Pending => {}

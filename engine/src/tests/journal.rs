@@ -35,7 +35,10 @@ fn acks_arrive_in_journal_order_despite_out_of_order_completions() {
         }));
         let expected: Vec<u64> = (0..token).collect();
         assert_eq!(order, expected, "seed {seed}: acks out of journal order");
-        assert!(journal.stats().commits < token, "seed {seed}: no batching happened");
+        assert!(
+            journal.stats().commits < token,
+            "seed {seed}: no batching happened"
+        );
         verify_all(&mut journal, &model);
     }
 }
@@ -44,7 +47,10 @@ fn acks_arrive_in_journal_order_despite_out_of_order_completions() {
 fn a_commit_is_never_durable_before_an_earlier_one() {
     // With several commits in flight, a later commit's sync may finish first; its records must
     // still wait for every earlier commit.
-    let config = Config { commits_in_flight_max: 4, ..config_small() };
+    let config = Config {
+        commits_in_flight_max: 4,
+        ..config_small()
+    };
     for seed in 0..100 {
         let mut journal = Journal::open(SimDisk::new(seed), config.clone()).unwrap();
         let mut model = Model::default();
@@ -54,7 +60,9 @@ fn a_commit_is_never_durable_before_an_earlier_one() {
         }
         let mut last = None;
         for event in drive(&mut journal) {
-            let Event::Durable { token } = event else { panic!("{event:?}") };
+            let Event::Durable { token } = event else {
+                panic!("{event:?}")
+            };
             assert!(last.is_none_or(|last| token == last + 1), "seed {seed}");
             last = Some(token);
         }
@@ -82,10 +90,21 @@ fn poison_case(seed: u64, write_error: bool) {
     }
     model.apply(&drive(&mut journal));
     assert!(journal.is_poisoned());
-    assert_eq!(model.acked.len(), 20, "nothing may be acked after a failed write or sync");
+    assert_eq!(
+        model.acked.len(),
+        20,
+        "nothing may be acked after a failed write or sync"
+    );
     assert_eq!(model.failed, 20);
     let data = body(1, 99, 10);
-    let result = journal.add(99, LedgerId(1), EntryId(99), &KEY, &data, AddOptions::default());
+    let result = journal.add(
+        99,
+        LedgerId(1),
+        EntryId(99),
+        &KEY,
+        &data,
+        AddOptions::default(),
+    );
     assert_eq!(result, Err(AddError::Poisoned));
     // Durable data stays readable after the poison.
     journal.disk_mut().faults = Default::default();
@@ -121,7 +140,10 @@ fn short_write_poisons() {
 
 #[test]
 fn dsync_mode_acks_after_the_single_write() {
-    let config = Config { sync_mode: SyncMode::Dsync, ..config_small() };
+    let config = Config {
+        sync_mode: SyncMode::Dsync,
+        ..config_small()
+    };
     let mut journal = Journal::open(SimDisk::new(1), config).unwrap();
     let mut model = Model::default();
     for token in 0..50u64 {
@@ -137,16 +159,33 @@ fn dsync_mode_acks_after_the_single_write() {
 #[test]
 fn deferred_adds_report_written_then_force_makes_them_durable() {
     let mut journal = Journal::open(SimDisk::new(5), config_small()).unwrap();
-    let deferred = AddOptions { deferred: true, ..AddOptions::default() };
+    let deferred = AddOptions {
+        deferred: true,
+        ..AddOptions::default()
+    };
     for entry in 0..10i64 {
         let data = body(3, entry, 20);
-        journal.add(entry as u64, LedgerId(3), EntryId(entry), &KEY, &data, deferred).unwrap();
+        journal
+            .add(
+                entry as u64,
+                LedgerId(3),
+                EntryId(entry),
+                &KEY,
+                &data,
+                deferred,
+            )
+            .unwrap();
     }
     journal.force(100, LedgerId(3)).unwrap();
     let events = drive(&mut journal);
-    let written = events.iter().filter(|e| matches!(e, Event::Written { .. })).count();
+    let written = events
+        .iter()
+        .filter(|e| matches!(e, Event::Written { .. }))
+        .count();
     assert_eq!(written, 10);
-    let force_position = events.iter().position(|e| *e == Event::Durable { token: 100 });
+    let force_position = events
+        .iter()
+        .position(|e| *e == Event::Durable { token: 100 });
     assert!(force_position.is_some());
     assert_eq!(journal.force(101, LedgerId(404)), Err(AddError::NoLedger));
 }
@@ -156,16 +195,26 @@ fn master_key_and_fencing() {
     let mut journal = Journal::open(SimDisk::new(9), config_small()).unwrap();
     let data = body(4, 0, 10);
     let normal = AddOptions::default();
-    journal.add(1, LedgerId(4), EntryId(0), &KEY, &data, normal).unwrap();
+    journal
+        .add(1, LedgerId(4), EntryId(0), &KEY, &data, normal)
+        .unwrap();
     let other_key = [1u8; 20];
     let result = journal.add(2, LedgerId(4), EntryId(1), &other_key, &data, normal);
     assert_eq!(result, Err(AddError::KeyMismatch));
-    assert_eq!(journal.fence(3, LedgerId(4), &other_key), Err(AddError::KeyMismatch));
+    assert_eq!(
+        journal.fence(3, LedgerId(4), &other_key),
+        Err(AddError::KeyMismatch)
+    );
     journal.fence(4, LedgerId(4), &KEY).unwrap();
     let result = journal.add(5, LedgerId(4), EntryId(1), &KEY, &data, normal);
     assert_eq!(result, Err(AddError::Fenced));
-    let recovery = AddOptions { recovery: true, ..normal };
-    journal.add(6, LedgerId(4), EntryId(1), &KEY, &data, recovery).unwrap();
+    let recovery = AddOptions {
+        recovery: true,
+        ..normal
+    };
+    journal
+        .add(6, LedgerId(4), EntryId(1), &KEY, &data, recovery)
+        .unwrap();
     let events = drive(&mut journal);
     assert!(events.contains(&Event::Durable { token: 4 }));
     // Fencing and the key survive a crash.
@@ -173,7 +222,10 @@ fn master_key_and_fencing() {
     let ledger = journal.ledger(LedgerId(4)).unwrap();
     assert!(ledger.fenced);
     assert_eq!(ledger.master_key, KEY);
-    assert_eq!(journal.add(7, LedgerId(4), EntryId(2), &KEY, &data, normal), Err(AddError::Fenced));
+    assert_eq!(
+        journal.add(7, LedgerId(4), EntryId(2), &KEY, &data, normal),
+        Err(AddError::Fenced)
+    );
     // A fence creates an unknown ledger with the key it carries.
     journal.fence(8, LedgerId(5), &KEY).unwrap();
     drive(&mut journal);
@@ -183,15 +235,33 @@ fn master_key_and_fencing() {
 
 #[test]
 fn reads_from_cache_and_disk_and_last_entry() {
-    let config = Config { read_cache_buffers: 1, ..config_small() };
+    let config = Config {
+        read_cache_buffers: 1,
+        ..config_small()
+    };
     let mut journal = Journal::open(SimDisk::new(11), config).unwrap();
     let mut model = Model::default();
     for token in 0..900u64 {
-        assert!(add(&mut journal, &mut model, token, (token % 3) as i64, (token / 3) as i64, 700)
-            || {
+        assert!(
+            add(
+                &mut journal,
+                &mut model,
+                token,
+                (token % 3) as i64,
+                (token / 3) as i64,
+                700
+            ) || {
                 model.apply(&drive(&mut journal));
-                add(&mut journal, &mut model, token, (token % 3) as i64, (token / 3) as i64, 700)
-            });
+                add(
+                    &mut journal,
+                    &mut model,
+                    token,
+                    (token % 3) as i64,
+                    (token / 3) as i64,
+                    700,
+                )
+            }
+        );
         if token % 10 == 0 {
             model.apply(&drive(&mut journal));
         }
@@ -199,7 +269,10 @@ fn reads_from_cache_and_disk_and_last_entry() {
     model.apply(&drive(&mut journal));
     verify_all(&mut journal, &model);
     assert!(journal.stats().reads_disk > 0);
-    assert!(journal.stats().segments_created > 0, "900 x 700 B must roll past two 256 KiB segments");
+    assert!(
+        journal.stats().segments_created > 0,
+        "900 x 700 B must roll past two 256 KiB segments"
+    );
     assert_eq!(read_entry(&mut journal, 0, -1).unwrap(), body(0, 299, 700));
     assert_eq!(read_entry(&mut journal, 0, 300), Err(ReadError::NoEntry));
     // A latent read error is EIO for that entry, never "no entry"; the next read works.
@@ -228,7 +301,14 @@ fn disk_full_makes_the_journal_read_only_and_it_recovers() {
     }
     assert!(read_only, "a full disk must make the journal read-only");
     let data = body(1, token as i64, 10);
-    let result = journal.add(token, LedgerId(1), EntryId(token as i64), &KEY, &data, AddOptions::default());
+    let result = journal.add(
+        token,
+        LedgerId(1),
+        EntryId(token as i64),
+        &KEY,
+        &data,
+        AddOptions::default(),
+    );
     assert_eq!(result, Err(AddError::ReadOnly));
     verify_all(&mut journal, &model);
     journal.disk_mut().faults.segments_max = None;
@@ -249,12 +329,25 @@ fn invalid_adds_are_refused() {
     let mut journal = Journal::open(SimDisk::new(1), config_small()).unwrap();
     let normal = AddOptions::default();
     let big = vec![0u8; crate::constants::RECORD_PAYLOAD_SIZE_MAX + 1];
-    assert_eq!(journal.add(1, LedgerId(1), EntryId(0), &KEY, &big, normal), Err(AddError::TooLarge));
+    assert_eq!(
+        journal.add(1, LedgerId(1), EntryId(0), &KEY, &big, normal),
+        Err(AddError::TooLarge)
+    );
     let data = body(1, 0, 1);
-    assert_eq!(journal.add(1, LedgerId(1), EntryId(-1), &KEY, &data, normal), Err(AddError::EntryInvalid));
+    assert_eq!(
+        journal.add(1, LedgerId(1), EntryId(-1), &KEY, &data, normal),
+        Err(AddError::EntryInvalid)
+    );
     assert_eq!(
         journal.add(1, LedgerId(1), EntryId(i64::MAX), &KEY, &data, normal),
         Err(AddError::EntryInvalid)
     );
-    assert!(Journal::open(SimDisk::new(1), Config { segment_size: 1000, ..Config::default() }).is_err());
+    assert!(Journal::open(
+        SimDisk::new(1),
+        Config {
+            segment_size: 1000,
+            ..Config::default()
+        }
+    )
+    .is_err());
 }

@@ -12,7 +12,10 @@ fn header(payload: &[u8]) -> RecordHeader {
         sequence: Sequence(42),
         ledger: LedgerId(-5),
         entry: EntryId(1234),
-        location: Location { segment: SegmentId(3), position: Position(8192) },
+        location: Location {
+            segment: SegmentId(3),
+            position: Position(8192),
+        },
         commit_first: true,
     }
 }
@@ -44,7 +47,10 @@ fn every_single_byte_corruption_is_detected() {
         for flip in [0x01u8, 0x80, 0xFF] {
             let mut bad = clean.clone();
             bad[index] ^= flip;
-            assert!(record::decode(&bad).is_err(), "flip {flip:#x} at byte {index} undetected");
+            assert!(
+                record::decode(&bad).is_err(),
+                "flip {flip:#x} at byte {index} undetected"
+            );
         }
     }
 }
@@ -52,11 +58,17 @@ fn every_single_byte_corruption_is_detected() {
 #[test]
 fn zeroes_and_truncation() {
     assert_eq!(record::decode(&[0u8; 64]).unwrap_err(), RecordError::Zero);
-    assert_eq!(record::decode(&[1u8; 10]).unwrap_err(), RecordError::Truncated);
+    assert_eq!(
+        record::decode(&[1u8; 10]).unwrap_err(),
+        RecordError::Truncated
+    );
     let payload = [5u8; 100];
     let mut out = vec![0u8; record::record_size(100)];
     record::encode(&mut out, &header(&payload), &payload);
     for cut in 0..out.len() {
-        assert!(record::decode(&out[..cut]).is_err(), "cut at {cut} accepted");
+        assert!(
+            record::decode(&out[..cut]).is_err(),
+            "cut at {cut} accepted"
+        );
     }
 }

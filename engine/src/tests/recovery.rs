@@ -6,7 +6,9 @@ use crate::journal::Journal;
 use crate::{SegmentId, SimDisk};
 
 fn durable(disk: &mut SimDisk) -> Vec<u8> {
-    disk.durable_image_mut(SegmentId(0)).expect("segment 0").clone()
+    disk.durable_image_mut(SegmentId(0))
+        .expect("segment 0")
+        .clone()
 }
 
 /// Writes `count` entries of `size` in separate commits, fully durable.
@@ -24,12 +26,32 @@ fn index_rebuilt_after_crash_equals_index_before() {
         let mut model = Model::default();
         for token in 0..200u64 {
             let ledger = (token % 5) as i64;
-            if !add(&mut journal, &mut model, token, ledger, (token / 5) as i64, 150) {
+            if !add(
+                &mut journal,
+                &mut model,
+                token,
+                ledger,
+                (token / 5) as i64,
+                150,
+            ) {
                 model.apply(&drive(&mut journal));
-                assert!(add(&mut journal, &mut model, token, ledger, (token / 5) as i64, 150));
+                assert!(add(
+                    &mut journal,
+                    &mut model,
+                    token,
+                    ledger,
+                    (token / 5) as i64,
+                    150
+                ));
             }
             if token % 17 == 0 {
-                journal.fence(10_000 + token, crate::LedgerId(100 + token as i64), &[1; 20]).unwrap();
+                journal
+                    .fence(
+                        10_000 + token,
+                        crate::LedgerId(100 + token as i64),
+                        &[1; 20],
+                    )
+                    .unwrap();
             }
             journal.submit();
             journal.poll();
@@ -55,14 +77,27 @@ fn torn_tail_at_every_cut_point_of_the_last_commit() {
     let mut journal = Journal::open(disk, config_small()).unwrap();
     let mut last = Model::default();
     for token in 100..110u64 {
-        assert!(add(&mut journal, &mut last, token, 2, (token - 100) as i64, 333));
+        assert!(add(
+            &mut journal,
+            &mut last,
+            token,
+            2,
+            (token - 100) as i64,
+            333
+        ));
     }
     last.apply(&drive(&mut journal));
     assert_eq!(journal.stats().commits, 1, "the last batch is one commit");
     let mut disk = journal.into_disk().crash();
     let after = durable(&mut disk);
     let start = before.iter().zip(&after).position(|(a, b)| a != b).unwrap();
-    let end = after.len() - before.iter().zip(&after).rev().position(|(a, b)| a != b).unwrap();
+    let end = after.len()
+        - before
+            .iter()
+            .zip(&after)
+            .rev()
+            .position(|(a, b)| a != b)
+            .unwrap();
     let mut cuts: Vec<usize> = (start..=end).step_by(61).collect();
     cuts.extend((start..=end).step_by(512));
     cuts.push(end);
@@ -109,7 +144,11 @@ fn corruption_inside_acknowledged_data_refuses_to_open() {
     disk.durable_image_mut(SegmentId(0)).unwrap()[position] ^= 0x10;
     disk.reload_live_from_durable();
     match Journal::open(disk, config_small()) {
-        Err(OpenError::Corrupt { location, valid_after, .. }) => {
+        Err(OpenError::Corrupt {
+            location,
+            valid_after,
+            ..
+        }) => {
             assert_eq!(location.segment, SegmentId(0));
             assert_eq!(location.position.0, 4096 * 3);
             assert!(valid_after.position.0 > location.position.0);
@@ -129,6 +168,8 @@ fn misdirected_write_is_detected() {
     let source = image[4096 * 9..4096 * 10].to_vec();
     image[4096 * 3..4096 * 4].copy_from_slice(&source);
     disk.reload_live_from_durable();
-    assert!(matches!(Journal::open(disk, config_small()), Err(OpenError::Corrupt { .. })));
+    assert!(matches!(
+        Journal::open(disk, config_small()),
+        Err(OpenError::Corrupt { .. })
+    ));
 }
-

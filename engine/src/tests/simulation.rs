@@ -68,7 +68,8 @@ fn simulation() {
     let seeds: Vec<u64> = match std::env::var("RINGLOG_SIM_SEED") {
         Ok(seed) => vec![seed.parse().expect("RINGLOG_SIM_SEED is a number")],
         Err(_) => {
-            let count = std::env::var("RINGLOG_SIM_SEEDS").map_or(100, |n| n.parse().expect("number"));
+            let count =
+                std::env::var("RINGLOG_SIM_SEEDS").map_or(100, |n| n.parse().expect("number"));
             (0..count).collect()
         }
     };
@@ -80,6 +81,10 @@ fn simulation() {
             failed.push(seed);
         }
     }
-    println!("simulation: {} seeds run, {} failed", seeds.len(), failed.len());
+    println!(
+        "simulation: {} seeds run, {} failed",
+        seeds.len(),
+        failed.len()
+    );
     assert!(failed.is_empty(), "failing seeds: {failed:?}");
 }

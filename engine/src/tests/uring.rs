@@ -15,9 +15,12 @@ pub fn uring_available() -> bool {
     match Ring::probe() {
         Ok(()) => true,
         Err(reason) => {
-            let required = std::env::var_os("CI").is_some()
-                || std::env::var_os("REQUIRE_URING").is_some();
-            assert!(!required, "io_uring required here but unavailable: {reason:?}");
+            let required =
+                std::env::var_os("CI").is_some() || std::env::var_os("REQUIRE_URING").is_some();
+            assert!(
+                !required,
+                "io_uring required here but unavailable: {reason:?}"
+            );
             println!("SKIP: io_uring unavailable: {reason:?}");
             false
         }
@@ -25,12 +28,14 @@ pub fn uring_available() -> bool {
 }
 
 fn temp_dir(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/test-data").join(name);
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/test-data")
+        .join(name);
     let _ = std::fs::remove_dir_all(&dir);
     dir
 }
 
-fn open(dir: &PathBuf, config: Config) -> (Rc<RefCell<Ring>>, Journal<UringDisk>) {
+fn open(dir: &std::path::Path, config: Config) -> (Rc<RefCell<Ring>>, Journal<UringDisk>) {
     let ring = Rc::new(RefCell::new(Ring::new(256).unwrap()));
     let disk = UringDisk::open(ring.clone(), dir, true).unwrap();
     (ring, Journal::open(disk, config).unwrap())
@@ -78,13 +83,23 @@ fn commits_roll_over_segments_and_survive_reopen() {
         return;
     }
     let dir = temp_dir("uring-rollover");
-    let config = Config { segment_size: 1024 * 1024, ..Config::default() };
+    let config = Config {
+        segment_size: 1024 * 1024,
+        ..Config::default()
+    };
     let (ring, mut journal) = open(&dir, config.clone());
     let mut acked = 0;
     let mut entry = 0i64;
     while entry < 3000 {
         let data = body(1, entry, 1000);
-        match journal.add(entry as u64, LedgerId(1), EntryId(entry), &KEY, &data, AddOptions::default()) {
+        match journal.add(
+            entry as u64,
+            LedgerId(1),
+            EntryId(entry),
+            &KEY,
+            &data,
+            AddOptions::default(),
+        ) {
             Ok(()) => entry += 1,
             Err(crate::AddError::StagingFull) => {}
             Err(error) => panic!("{error:?}"),
@@ -95,7 +110,10 @@ fn commits_roll_over_segments_and_survive_reopen() {
     }
     acked += settle(&ring, &mut journal).len();
     assert_eq!(acked, 3000);
-    assert!(journal.stats().segments_created >= 2, "3 MB must span several 1 MiB segments");
+    assert!(
+        journal.stats().segments_created >= 2,
+        "3 MB must span several 1 MiB segments"
+    );
     assert!(journal.stats().commits < 3000, "adds were batched");
     for entry in (0..3000).step_by(7) {
         assert_eq!(read(&ring, &mut journal, entry), body(1, entry, 1000));
@@ -104,6 +122,10 @@ fn commits_roll_over_segments_and_survive_reopen() {
     let (ring, mut journal) = open(&dir, config);
     assert_eq!(journal.ledger(LedgerId(1)).unwrap().entry_last, 2999);
     for entry in 0..3000 {
-        assert_eq!(read(&ring, &mut journal, entry), body(1, entry, 1000), "entry {entry}");
+        assert_eq!(
+            read(&ring, &mut journal, entry),
+            body(1, entry, 1000),
+            "entry {entry}"
+        );
     }
 }

@@ -94,7 +94,10 @@ impl UringDisk {
     }
 
     fn fd(&self, id: SegmentId) -> io::Result<i32> {
-        let file = self.files.get(&id).ok_or_else(|| io::Error::from_raw_os_error(libc::EBADF))?;
+        let file = self
+            .files
+            .get(&id)
+            .ok_or_else(|| io::Error::from_raw_os_error(libc::EBADF))?;
         Ok(file.as_raw_fd())
     }
 
@@ -137,7 +140,10 @@ impl Disk for UringDisk {
     }
 
     fn buffer_mut(&mut self, id: BufferId) -> &mut [u8] {
-        assert_eq!(self.buffers_busy[id.0 as usize], 0, "buffer {id:?} is in flight");
+        assert_eq!(
+            self.buffers_busy[id.0 as usize], 0,
+            "buffer {id:?} is in flight"
+        );
         self.buffers[id.0 as usize].as_mut_slice()
     }
 
@@ -280,7 +286,9 @@ impl Disk for UringDisk {
         if sync == WriteSync::LinkedFdatasync {
             // IO_LINK, never IO_HARDLINK: a failed or short write must cancel the fsync.
             let write = write.flags(squeue::Flags::IO_LINK);
-            let fsync = opcode::Fsync::new(fd).flags(types::FsyncFlags::DATASYNC).build();
+            let fsync = opcode::Fsync::new(fd)
+                .flags(types::FsyncFlags::DATASYNC)
+                .build();
             let fsync = fsync.user_data(user_data(OWNER_DISK, None, Self::tag(token, TAG_SYNC)));
             // SAFETY: the buffer is owned by `self.buffers`, never moves, and is marked busy
             // below until the write's completion is polled; `fd` stays open in `self.files`.
@@ -309,14 +317,20 @@ impl Disk for UringDisk {
         let write = opcode::Write::new(fd, self.zero.as_mut_ptr(), length).offset(position);
         // SAFETY: the zero buffer lives as long as `self` and is leaked on drop while any
         // submission is in flight; nothing ever writes to it.
-        unsafe { self.ring.borrow_mut().push(&[write.build().user_data(data)]) }?;
+        unsafe {
+            self.ring
+                .borrow_mut()
+                .push(&[write.build().user_data(data)])
+        }?;
         self.in_flight += 1;
         Ok(())
     }
 
     fn submit_sync(&mut self, token: DiskToken, id: SegmentId) -> Result<(), SubmitError> {
         let fd = types::Fd(self.fd(id).map_err(SubmitError::Io)?);
-        let fsync = opcode::Fsync::new(fd).flags(types::FsyncFlags::DATASYNC).build();
+        let fsync = opcode::Fsync::new(fd)
+            .flags(types::FsyncFlags::DATASYNC)
+            .build();
         let fsync = fsync.user_data(user_data(OWNER_DISK, None, Self::tag(token, TAG_SYNC)));
         // SAFETY: fsync references no memory.
         unsafe { self.ring.borrow_mut().push(&[fsync]) }?;
@@ -339,7 +353,10 @@ impl Disk for UringDisk {
         let pointer = self.buffers[index].as_mut_ptr();
         let length = u32::try_from(length).expect("read fits u32");
         let data = user_data(OWNER_DISK, Some(index), Self::tag(token, TAG_READ));
-        let read = opcode::Read::new(fd, pointer, length).offset(position).build().user_data(data);
+        let read = opcode::Read::new(fd, pointer, length)
+            .offset(position)
+            .build()
+            .user_data(data);
         // SAFETY: the buffer is owned by `self.buffers`, never moves, is not otherwise
         // referenced (busy check above) and stays busy until the completion is polled.
         unsafe { self.ring.borrow_mut().push(&[read]) }?;
@@ -359,7 +376,10 @@ impl Disk for UringDisk {
         }
         for completion in self.scratch.drain(..) {
             if let Some(index) = completion.buffer_index() {
-                assert!(self.buffers_busy[index] > 0, "completion for an idle buffer");
+                assert!(
+                    self.buffers_busy[index] > 0,
+                    "completion for an idle buffer"
+                );
                 self.buffers_busy[index] -= 1;
             }
             self.in_flight -= 1;
@@ -370,7 +390,11 @@ impl Disk for UringDisk {
                 _ => DiskOp::Read,
             };
             let token = DiskToken::from(tag & !TAG_OP_MASK);
-            out.push(DiskCompletion { token, op, result: completion.result });
+            out.push(DiskCompletion {
+                token,
+                op,
+                result: completion.result,
+            });
         }
     }
 

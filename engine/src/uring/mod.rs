@@ -89,16 +89,23 @@ impl Ring {
     pub fn new(entries: u32) -> io::Result<Ring> {
         let ring = IoUring::builder().build(entries)?;
         let capacity = crate::stdx::to_usize(u64::from(entries)) * 2;
-        Ok(Ring { ring, disk_completions: Vec::with_capacity(capacity), in_flight: 0 })
+        Ok(Ring {
+            ring,
+            disk_completions: Vec::with_capacity(capacity),
+            in_flight: 0,
+        })
     }
 
     /// Checks that io_uring works here: a ring can be created and a NOP completes.
     pub fn probe() -> Result<(), UringUnavailable> {
         let mut ring = Ring::new(8).map_err(|error| UringUnavailable(error.to_string()))?;
-        let nop = io_uring::opcode::Nop::new().build().user_data(user_data(OWNER_NET, None, 0));
+        let nop = io_uring::opcode::Nop::new()
+            .build()
+            .user_data(user_data(OWNER_NET, None, 0));
         // SAFETY: a NOP references no memory.
         unsafe { ring.push(&[nop]) }.map_err(|error| UringUnavailable(format!("{error:?}")))?;
-        ring.submit_and_wait(1).map_err(|error| UringUnavailable(error.to_string()))?;
+        ring.submit_and_wait(1)
+            .map_err(|error| UringUnavailable(error.to_string()))?;
         let mut out = Vec::new();
         ring.reap(&mut out);
         if out.len() == 1 && out[0].result == 0 {

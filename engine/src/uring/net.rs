@@ -76,7 +76,10 @@ impl NetBuffers {
     pub fn get_mut(&mut self, id: NetBufferId) -> &mut [u8] {
         let slot = id.0 as usize;
         assert!(!self.busy[slot], "{id:?} is in flight");
-        self.buffers[slot].as_mut().expect("live buffer").as_mut_slice()
+        self.buffers[slot]
+            .as_mut()
+            .expect("live buffer")
+            .as_mut_slice()
     }
 
     /// True while an operation on the buffer is in flight.
@@ -88,12 +91,16 @@ impl NetBuffers {
     /// Size of a live buffer.
     #[must_use]
     pub fn size(&self, id: NetBufferId) -> usize {
-        self.buffers[id.0 as usize].as_ref().map_or(0, AlignedBuffer::len)
+        self.buffers[id.0 as usize]
+            .as_ref()
+            .map_or(0, AlignedBuffer::len)
     }
 
     /// Marks the buffer of a network completion idle again (no-op for buffer-less ops).
     pub fn complete(&mut self, completion: &Completion) {
-        let Some(slot) = completion.buffer_index() else { return };
+        let Some(slot) = completion.buffer_index() else {
+            return;
+        };
         if completion.more() {
             return;
         }
@@ -221,7 +228,11 @@ impl Socket {
     /// A listening TCP socket with SO_REUSEPORT, so every shard can bind the same port and the
     /// kernel spreads connections across them.
     pub fn listen_reuseport(address: SocketAddr, backlog: i32) -> io::Result<OwnedFd> {
-        let domain = if address.is_ipv4() { libc::AF_INET } else { libc::AF_INET6 };
+        let domain = if address.is_ipv4() {
+            libc::AF_INET
+        } else {
+            libc::AF_INET6
+        };
         let flags = libc::SOCK_STREAM | libc::SOCK_CLOEXEC;
         // SAFETY: plain socket creation; the fd is owned right after.
         let fd = unsafe { libc::socket(domain, flags, 0) };
@@ -235,7 +246,11 @@ impl Socket {
         let (storage, length) = socket_address(address);
         // SAFETY: `storage` holds a valid sockaddr of `length` bytes.
         let bound = unsafe {
-            libc::bind(socket.as_raw_fd(), std::ptr::addr_of!(storage).cast(), length)
+            libc::bind(
+                socket.as_raw_fd(),
+                std::ptr::addr_of!(storage).cast(),
+                length,
+            )
         };
         if bound != 0 {
             return Err(io::Error::last_os_error());
@@ -363,7 +378,9 @@ fn socket_address(address: SocketAddr) -> (libc::sockaddr_storage, libc::socklen
             let raw = libc::sockaddr_in {
                 sin_family: libc::sa_family_t::try_from(libc::AF_INET).expect("AF_INET fits"),
                 sin_port: v4.port().to_be(),
-                sin_addr: libc::in_addr { s_addr: u32::from_ne_bytes(v4.ip().octets()) },
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from_ne_bytes(v4.ip().octets()),
+                },
                 sin_zero: [0; 8],
             };
             // SAFETY: sockaddr_storage is large and aligned enough for any sockaddr.
@@ -375,7 +392,9 @@ fn socket_address(address: SocketAddr) -> (libc::sockaddr_storage, libc::socklen
                 sin6_family: libc::sa_family_t::try_from(libc::AF_INET6).expect("AF_INET6 fits"),
                 sin6_port: v6.port().to_be(),
                 sin6_flowinfo: v6.flowinfo(),
-                sin6_addr: libc::in6_addr { s6_addr: v6.ip().octets() },
+                sin6_addr: libc::in6_addr {
+                    s6_addr: v6.ip().octets(),
+                },
                 sin6_scope_id: v6.scope_id(),
             };
             // SAFETY: as above.
@@ -383,5 +402,8 @@ fn socket_address(address: SocketAddr) -> (libc::sockaddr_storage, libc::socklen
             std::mem::size_of::<libc::sockaddr_in6>()
         }
     };
-    (storage, libc::socklen_t::try_from(length).expect("sockaddr size fits"))
+    (
+        storage,
+        libc::socklen_t::try_from(length).expect("sockaddr size fits"),
+    )
 }
