@@ -158,6 +158,16 @@ impl SimDisk {
         disk
     }
 
+    /// Adds a published, durable segment holding exactly `bytes` (fuzzing and tests of
+    /// recovery on arbitrary disk contents).
+    pub fn insert_segment(&mut self, id: SegmentId, bytes: Vec<u8>) {
+        let file = SimFile { live: bytes.clone(), durable: bytes, unsynced: Vec::new() };
+        self.files.push(file);
+        let name = segment_file_name(id);
+        self.directory_live.insert(name.clone(), self.files.len() - 1);
+        self.directory_durable.insert(name, self.files.len() - 1);
+    }
+
     /// The durable bytes of a published segment (for tests that inspect or corrupt the disk).
     pub fn durable_image_mut(&mut self, id: SegmentId) -> Option<&mut Vec<u8>> {
         let index = *self.directory_durable.get(&segment_file_name(id))?;

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# `make bench`: the disk floor, then a ringlog bookie on a temporary data dir driven with the
+# seed workload (and one outstanding add for the latency floor); prints every report and the
+# ratios, stops the server and prints its shutdown summary.
+# Usage: scripts/bench.sh RELEASE_DIR BENCH_DIR SECONDS
+set -euo pipefail
+release=${1:?release dir} dir=${2:?bench dir} seconds=${3:-10}
+port=${BENCH_PORT:-3181}
+mkdir -p "$dir"
+run=$(mktemp -d "$dir/run.XXXXXX")
+server_pid=
+cleanup() {
+  if [[ -n $server_pid ]] && kill -0 "$server_pid" 2>/dev/null; then
+    kill -TERM "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+  fi
+  rm -rf "$run"
+}
+trap cleanup EXIT
+
+echo "== machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), kernel $(uname -r), $(df -T "$dir" | awk 'NR==2 {print $2}') on $(df "$dir" | awk 'NR==2 {print $1}')"
+echo "== disk floor: QD1 O_DIRECT 4 KiB write + linked fdatasync"
+"$release/ringlog-bench" disk --dir "$run" --size 4096 --seconds 5 --json "$run/disk.json"
+
+echo "== starting ringlog serve on 127.0.0.1:$port"
+"$release/ringlog" serve --data-dir "$run/data" --listen "127.0.0.1:$port" >"$run/server.log" 2>&1 &
+server_pid=$!
+for _ in $(seq 1 600); do
+  grep -q "listening on" "$run/server.log" && break
+  kill -0 "$server_pid" 2>/dev/null || { cat "$run/server.log"; echo "server exited" >&2; exit 1; }
+  sleep 0.1
+done
+grep "listening on" "$run/server.log" || { cat "$run/server.log"; echo "server did not start" >&2; exit 1; }
+
+echo "== one outstanding add (latency floor), 1 KiB, sync"
+"$release/ringlog-bench" writes --target "127.0.0.1:$port" --entry-size 1024 --ledgers 1 \
+  --throttle 1 --seconds 5 --json "$run/throttle-1.json"
+echo "== seed workload: 1 KiB, 50 ledgers, throttle 20000, sync"
+"$release/ringlog-bench" writes --target "127.0.0.1:$port" --entry-size 1024 --ledgers 50 \
+  --throttle 20000 --seconds "$seconds" --json "$run/seed.json"
+
+kill -TERM "$server_pid"
+wait "$server_pid" || echo "server exited with status $?" >&2
+server_pid=
+echo "== server shutdown summary"
+cat "$run/server.log"
+python3 "$(dirname "$0")/bench_summary.py" disk="$run/disk.json" \
+  writes-throttle-1="$run/throttle-1.json" writes-seed="$run/seed.json"
