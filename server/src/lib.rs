@@ -1,1 +1,328 @@
-//! ringlog server library.
+//! ringlog server: BookKeeper v2 bookie on thread-per-core shards.
+//!
+//! `run` starts one shard per configured core (`shard`), each with its own io_uring, journal
+//! and SO_REUSEPORT listener; `router` places ledgers on shards and carries requests between
+//! them; `connection` holds per-connection state; `protocol` is the pure v2 wire codec.
+#![forbid(unsafe_code)]
+
+pub mod config;
+mod connection;
+pub mod limits;
+pub mod protocol;
+pub mod router;
+mod shard;
+
+pub use config::Config;
+pub use shard::{ShardReport, ShardStats, StartError};
+
+use router::Router;
+use shard::{ShardSetup, Start, Status};
+use std::net::SocketAddr;
+use std::os::fd::OwnedFd;
+use std::sync::mpsc;
+use std::sync::Arc;
+
+/// How the server ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Stopped by SIGINT/SIGTERM after answering everything in flight: exit 0.
+    Stopped,
+    /// A journal write or fsync failed: exit 2, restart to recover (reliability.md rule 2).
+    Poisoned,
+}
+
+/// Why the server could not start: exit 1.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum RunError {
+    /// io_uring is unavailable (old kernel, seccomp, io_uring_disabled).
+    Uring(engine::uring::UringUnavailable),
+    /// The signal handlers could not be installed.
+    Signals(std::io::Error),
+    /// The data directory cannot be created.
+    DataDir {
+        path: std::path::PathBuf,
+        error: std::io::Error,
+    },
+    /// Another process holds the data directory's lock.
+    DataDirInUse { path: std::path::PathBuf },
+    /// The data directory holds journals for more shards than configured.
+    ShardsFewerThanJournals { journals: usize, shards: usize },
+    /// An eventfd, thread or channel could not be created.
+    Setup {
+        what: &'static str,
+        error: std::io::Error,
+    },
+    /// A shard failed to start.
+    Shard { shard: u16, error: StartError },
+    /// The listen address cannot be bound (e.g. the port is in use).
+    Bind {
+        address: SocketAddr,
+        error: std::io::Error,
+    },
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunError::Uring(reason) => write!(f, "io_uring is not available: {}", reason.0),
+            RunError::Signals(error) => write!(f, "cannot install signal handlers: {error}"),
+            RunError::DataDir { path, error } => {
+                write!(
+                    f,
+                    "cannot create data directory {}: {error}",
+                    path.display()
+                )
+            }
+            RunError::DataDirInUse { path } => write!(
+                f,
+                "data directory in use: another ringlog process holds {}",
+                path.display()
+            ),
+            RunError::ShardsFewerThanJournals { journals, shards } => write!(
+                f,
+                "the data directory holds journals shard-0..shard-{} but only {shards} shards \
+                 are configured: start with --shards {journals} or more (a journal left \
+                 unopened would make its ledgers unreadable)",
+                journals - 1
+            ),
+            RunError::Setup { what, error } => write!(f, "cannot create {what}: {error}"),
+            RunError::Shard { shard, error } => write!(f, "shard {shard}: {error}"),
+            RunError::Bind { address, error } => write!(f, "cannot listen on {address}: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for RunError {}
+
+/// Runs the server until SIGINT/SIGTERM or a poisoned journal; prints the startup lines, the
+/// "ringlog listening on ADDR with N shards" line once every shard accepts, and the shutdown
+/// summary.
+pub fn run(config: Config) -> Result<Outcome, RunError> {
+    engine::uring::Ring::probe().map_err(RunError::Uring)?;
+    let shutdown = engine::uring::Socket::install_shutdown_signals().map_err(RunError::Signals)?;
+    std::fs::create_dir_all(&config.data_dir).map_err(|error| RunError::DataDir {
+        path: config.data_dir.clone(),
+        error,
+    })?;
+    // Held until exit: two servers appending to one journal would corrupt it.
+    let _lock = data_dir_lock(&config.data_dir)?;
+    shard_directories_check(&config.data_dir, config.shards())?;
+    let shards = config.shards();
+    let (router, mailboxes) =
+        Router::new(shards, limits::MAILBOX_MESSAGES_MAX).map_err(|error| RunError::Setup {
+            what: "eventfds",
+            error,
+        })?;
+    let router = Arc::new(router);
+    let config = Arc::new(config);
+    let (status_sender, status) = mpsc::channel();
+    let mut starts = Vec::with_capacity(shards);
+    let mut threads = Vec::with_capacity(shards);
+    for (index, mailbox) in mailboxes.into_iter().enumerate() {
+        let (start_sender, start) = mpsc::channel();
+        let setup = ShardSetup {
+            id: u16::try_from(index).expect("at most SHARDS_MAX shards"),
+            core: config.shard_cores[index],
+            config: Arc::clone(&config),
+            router: Arc::clone(&router),
+            mailbox,
+            shutdown,
+            status: status_sender.clone(),
+            start,
+        };
+        let thread = std::thread::Builder::new()
+            .name(format!("ringlog-shard-{index}"))
+            .spawn(move || shard::shard_main(setup));
+        match thread {
+            Ok(thread) => threads.push(thread),
+            Err(error) => {
+                abort(&router, &starts, threads);
+                return Err(RunError::Setup {
+                    what: "a shard thread",
+                    error,
+                });
+            }
+        }
+        starts.push(start_sender);
+    }
+    drop(status_sender);
+    if let Err(error) = startup(&config, &status, &starts) {
+        abort(&router, &starts, threads);
+        return Err(error);
+    }
+    let reports: Vec<ShardReport> = threads
+        .into_iter()
+        .filter_map(|thread| thread.join().ok().flatten())
+        .collect();
+    for report in &reports {
+        println!("{}", summary_line(report));
+    }
+    Ok(if router.is_poisoned() {
+        Outcome::Poisoned
+    } else {
+        Outcome::Stopped
+    })
+}
+
+/// Takes an exclusive lock on `DATA_DIR/ringlog.lock` (released by the kernel at exit, even
+/// after SIGKILL).
+fn data_dir_lock(data_dir: &std::path::Path) -> Result<std::fs::File, RunError> {
+    let path = data_dir.join("ringlog.lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|error| RunError::DataDir {
+            path: path.clone(),
+            error,
+        })?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(RunError::DataDirInUse { path }),
+        Err(std::fs::TryLockError::Error(error)) => Err(RunError::DataDir { path, error }),
+    }
+}
+
+/// Refuses to start with fewer shards than the data directory has journals: the ledgers of
+/// a journal left unopened would answer ENOLEDGER, and acked data must never read as absent.
+fn shard_directories_check(data_dir: &std::path::Path, shards: usize) -> Result<(), RunError> {
+    let entries = std::fs::read_dir(data_dir).map_err(|error| RunError::DataDir {
+        path: data_dir.to_path_buf(),
+        error,
+    })?;
+    let journals = entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let name = entry.file_name();
+            name.to_str()?.strip_prefix("shard-")?.parse::<usize>().ok()
+        })
+        .map(|shard| shard + 1)
+        .max()
+        .unwrap_or(0);
+    if journals > shards {
+        return Err(RunError::ShardsFewerThanJournals { journals, shards });
+    }
+    Ok(())
+}
+
+/// Waits until every journal is open, binds every listener (all before any shard accepts, so
+/// the port is never half-served), hands them out and waits until every shard accepts.
+fn startup(
+    config: &Config,
+    status: &mpsc::Receiver<Status>,
+    starts: &[mpsc::Sender<Start>],
+) -> Result<(), RunError> {
+    let shards = starts.len();
+    let mut failure = None;
+    for _ in 0..shards {
+        match status.recv() {
+            Ok(Status::Ready | Status::Accepting) => {}
+            Ok(Status::Failed { shard, error }) => {
+                failure.get_or_insert(RunError::Shard { shard, error });
+            }
+            Err(_) => break,
+        }
+    }
+    if let Some(failure) = failure {
+        return Err(failure);
+    }
+    let (address, listeners) = listeners_bind(config.listen, shards)?;
+    for (start, listener) in starts.iter().zip(listeners) {
+        // A shard that is gone already reported why through `status`.
+        let _ = start.send(Start::Listen(listener));
+    }
+    for _ in 0..shards {
+        match status.recv() {
+            Ok(Status::Accepting | Status::Ready) => {}
+            Ok(Status::Failed { shard, error }) => return Err(RunError::Shard { shard, error }),
+            Err(_) => break,
+        }
+    }
+    println!("ringlog listening on {address} with {shards} shards");
+    Ok(())
+}
+
+/// Binds one SO_REUSEPORT listener per shard on the same address. A plain bind first proves
+/// the port free: SO_REUSEPORT alone would silently share it with another process of the same
+/// user. With port 0 it also picks the port every shard then binds.
+fn listeners_bind(
+    address: SocketAddr,
+    shards: usize,
+) -> Result<(SocketAddr, Vec<OwnedFd>), RunError> {
+    let bind_error = |error| RunError::Bind { address, error };
+    let probe = std::net::TcpListener::bind(address).map_err(bind_error)?;
+    let address = probe.local_addr().map_err(bind_error)?;
+    drop(probe);
+    let bind_error = |error| RunError::Bind { address, error };
+    let mut listeners = Vec::with_capacity(shards);
+    for _ in 0..shards {
+        let listener = engine::uring::Socket::listen_reuseport(address, limits::LISTEN_BACKLOG)
+            .map_err(bind_error)?;
+        listeners.push(listener);
+    }
+    Ok((address, listeners))
+}
+
+/// Startup failed: tell every shard to exit and wait for them.
+fn abort(
+    router: &Router,
+    starts: &[mpsc::Sender<Start>],
+    threads: Vec<std::thread::JoinHandle<Option<ShardReport>>>,
+) {
+    router.stop();
+    for start in starts {
+        let _ = start.send(Start::Abort);
+    }
+    for thread in threads {
+        let _ = thread.join();
+    }
+}
+
+/// One line per shard, `key=value` pairs so scripts can pick numbers out.
+#[must_use]
+pub fn summary_line(report: &ShardReport) -> String {
+    let (stats, journal) = (&report.stats, &report.journal);
+    let commits = journal.commits_durable.max(1);
+    // Lossy casts are fine for printed ratios.
+    #[allow(clippy::cast_precision_loss)]
+    let ratio = |numerator: u64| numerator as f64 / commits as f64;
+    format!(
+        "shard {} summary: core={} connections_accepted={} connections_rejected={} \
+         connections_invalid={} connections_idle={} adds={} reads={} commits={} \
+         entries_per_commit={:.1} forwarded={} forwarded_served={} \
+         context_switches_voluntary={} context_switches_voluntary_per_commit={:.2} \
+         context_switches_involuntary={} turns={} waits={} | journal records={} \
+         entries_durable={} bytes_written={} staging_full={} segments_created={} \
+         segment_create_failures={} reads_cached={} reads_disk={} read_checksum_failures={} \
+         torn_tail_truncations={}",
+        report.id,
+        report.core,
+        stats.connections_accepted,
+        stats.connections_rejected,
+        stats.connections_invalid,
+        stats.connections_idle,
+        stats.adds,
+        stats.reads,
+        journal.commits_durable,
+        ratio(journal.entries_durable),
+        stats.forwarded,
+        stats.forwarded_served,
+        report.context_switches_voluntary,
+        ratio(report.context_switches_voluntary),
+        report.context_switches_involuntary,
+        stats.turns,
+        stats.waits,
+        journal.records,
+        journal.entries_durable,
+        journal.bytes_written,
+        journal.staging_full,
+        journal.segments_created,
+        journal.segment_create_failures,
+        journal.reads_cached,
+        journal.reads_disk,
+        journal.read_checksum_failures,
+        journal.torn_tail_truncations,
+    )
+}

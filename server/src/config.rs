@@ -1,0 +1,410 @@
+//! Command line and TOML config file -> one validated `Config`, decided before any thread starts.
+//!
+//! Every flag of `ringlog serve` has a snake_case key of the same name in the config file;
+//! a flag given on the command line overrides the file. Defaults live in `limits.rs`.
+
+use crate::limits;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use serde::Deserialize;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// ringlog: a thread-per-core journal server that speaks the Apache BookKeeper bookie protocol
+/// (v2 binary). Each shard is one pinned thread with its own io_uring, journal and listener.
+#[derive(Parser, Debug)]
+#[command(name = "ringlog", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Serve BookKeeper v2 clients (acks only after the journal write and fdatasync).
+    ///
+    /// An add is acknowledged only after its journal write and fdatasync completed. Startup
+    /// prints one line per shard, then "ringlog listening on ADDR with N shards"; SIGINT or
+    /// SIGTERM stops accepting, answers what is in flight and prints a summary per shard.
+    /// Exit codes: 0 after SIGINT/SIGTERM, 1 on a startup error, 2 when a journal write or
+    /// fsync failed (restart to recover from the journal).
+    Serve(ServeArgs),
+}
+
+/// How commits become durable (the engine's `SyncMode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SyncModeName {
+    /// One O_DIRECT write linked to an fdatasync (IOSQE_IO_LINK).
+    LinkedFdatasync,
+    /// One O_DIRECT write with RWF_DSYNC.
+    Dsync,
+}
+
+/// Flags of `ringlog serve`; the same struct reads the config file (all fields optional so
+/// that flags can override the file field by field).
+#[derive(Args, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServeArgs {
+    /// Directory holding one journal per shard, DIR/shard-K. Created if missing; must be on a
+    /// file system with O_DIRECT (ext4, xfs) unless --direct-io false. Required.
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Address to listen on; every shard binds it with SO_REUSEPORT. Port 0 picks a free port
+    /// (printed at startup). Default: 0.0.0.0:3181.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<SocketAddr>,
+    /// Number of shards (threads, each with its own journal). Default: one per core in --cores,
+    /// or one per available core.
+    #[arg(long, value_name = "N")]
+    pub shards: Option<usize>,
+    /// Cores to pin the shards to, one shard per core: a list such as 0,1 or ranges such as
+    /// 0-3,6. Default: every available core.
+    #[arg(long, value_name = "LIST")]
+    pub cores: Option<String>,
+    /// TOML file with any of these options as snake_case keys (data_dir = "/var/lib/ringlog").
+    /// Flags override it. Default: none.
+    #[arg(long, value_name = "FILE")]
+    #[serde(skip)]
+    pub config: Option<PathBuf>,
+    /// Bytes per journal segment file: a multiple of 4096 from 65536 to 4294963200.
+    /// Default: 1073741824 (1 GiB).
+    #[arg(long, value_name = "BYTES")]
+    pub segment_size: Option<u64>,
+    /// Journal commits (write + fdatasync) in flight per shard, 1 to 4. Default: 2.
+    #[arg(long, value_name = "N")]
+    pub commits_in_flight: Option<usize>,
+    /// How a commit becomes durable. Default: linked-fdatasync.
+    #[arg(long, value_name = "MODE")]
+    pub sync_mode: Option<SyncModeName>,
+    /// Largest request frame in bytes, length prefix included; a larger one closes the
+    /// connection before anything is allocated. 5253120 to 67108864. Default: 5253120.
+    #[arg(long, value_name = "BYTES")]
+    pub frame_size_max: Option<u32>,
+    /// Connections per shard; more are closed right after accept. 1 to 65536. Default: 4096.
+    #[arg(long, value_name = "N")]
+    pub connections_max: Option<usize>,
+    /// Open journal files with O_DIRECT. false only for file systems without it (tmpfs): then
+    /// recovery may read the page cache instead of the disk. Default: true.
+    #[arg(long, value_name = "BOOL")]
+    pub direct_io: Option<bool>,
+    /// Close a connection after this many milliseconds without traffic and with nothing in
+    /// flight, like Kafka's connections.max.idle.ms. 100 to 604800000. Default: 600000.
+    #[arg(long, value_name = "MS")]
+    pub idle_timeout_ms: Option<u64>,
+    /// Requests in flight per connection; at the cap the server stops reading that socket.
+    /// 1 to 1048576. Default: 10000.
+    #[arg(long, value_name = "N")]
+    pub requests_in_flight_max: Option<usize>,
+    /// Frames decoded per connection per loop turn. 1 to 1000000. Default: 1000.
+    #[arg(long, value_name = "N")]
+    pub frames_per_turn_max: Option<usize>,
+}
+
+/// The validated server configuration.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Parent of the per-shard journal directories.
+    pub data_dir: PathBuf,
+    /// Address every shard binds.
+    pub listen: SocketAddr,
+    /// The core each shard is pinned to; its length is the shard count.
+    pub shard_cores: Vec<usize>,
+    /// The engine's settings, the same for every shard.
+    pub journal: engine::Config,
+    /// O_DIRECT on journal files.
+    pub direct_io: bool,
+    /// Largest request frame, length prefix included.
+    pub frame_size_max: u32,
+    /// Connections per shard.
+    pub connections_max: usize,
+    /// Idle connection timeout.
+    pub idle_timeout: Duration,
+    /// Requests in flight per connection.
+    pub requests_in_flight_max: usize,
+    /// Frames decoded per connection per loop turn.
+    pub frames_per_turn_max: usize,
+}
+
+/// Why the flags and config file do not make a configuration.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The config file could not be read.
+    FileRead {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    /// The config file is not valid TOML for these keys.
+    FileParse {
+        path: PathBuf,
+        error: toml::de::Error,
+    },
+    /// Neither --data-dir nor `data_dir` was given.
+    DataDirMissing,
+    /// A value is out of its bounds.
+    OutOfBounds {
+        option: &'static str,
+        expected: &'static str,
+    },
+    /// The --cores list does not parse.
+    CoresSyntax { list: String },
+    /// A listed core is not available to this process.
+    CoreUnavailable { core: usize, available: Vec<usize> },
+    /// --shards and --cores disagree.
+    ShardsCoresMismatch { shards: usize, cores: usize },
+    /// The engine rejected its settings.
+    Journal(engine::config::ConfigError),
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConfigError::FileRead { path, error } => {
+                write!(f, "cannot read config file {}: {error}", path.display())
+            }
+            ConfigError::FileParse { path, error } => {
+                write!(f, "invalid config file {}: {error}", path.display())
+            }
+            ConfigError::DataDirMissing => {
+                write!(
+                    f,
+                    "no data directory: pass --data-dir DIR (or data_dir in --config)"
+                )
+            }
+            ConfigError::OutOfBounds { option, expected } => {
+                write!(f, "invalid --{option}: must be {expected}")
+            }
+            ConfigError::CoresSyntax { list } => write!(
+                f,
+                "invalid --cores {list:?}: expected a list of cores and ranges such as 0,1 or 0-3"
+            ),
+            ConfigError::CoreUnavailable { core, available } => {
+                write!(
+                    f,
+                    "core {core} is not available to this process (available: {available:?})"
+                )
+            }
+            ConfigError::ShardsCoresMismatch { shards, cores } => {
+                write!(
+                    f,
+                    "--shards {shards} but --cores lists {cores} cores: one shard per core"
+                )
+            }
+            ConfigError::Journal(error) => write!(f, "{error}"),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl ServeArgs {
+    /// Reads `--config FILE` if given and fills every option the flags left out from it.
+    pub fn merge_config_file(self) -> Result<ServeArgs, ConfigError> {
+        let Some(path) = self.config.clone() else {
+            return Ok(self);
+        };
+        let text = std::fs::read_to_string(&path).map_err(|error| ConfigError::FileRead {
+            path: path.clone(),
+            error,
+        })?;
+        let file: ServeArgs =
+            toml::from_str(&text).map_err(|error| ConfigError::FileParse { path, error })?;
+        Ok(self.or(file))
+    }
+
+    /// Field by field: `self` if set, else `file`.
+    fn or(self, file: ServeArgs) -> ServeArgs {
+        ServeArgs {
+            data_dir: self.data_dir.or(file.data_dir),
+            listen: self.listen.or(file.listen),
+            shards: self.shards.or(file.shards),
+            cores: self.cores.or(file.cores),
+            config: self.config,
+            segment_size: self.segment_size.or(file.segment_size),
+            commits_in_flight: self.commits_in_flight.or(file.commits_in_flight),
+            sync_mode: self.sync_mode.or(file.sync_mode),
+            frame_size_max: self.frame_size_max.or(file.frame_size_max),
+            connections_max: self.connections_max.or(file.connections_max),
+            direct_io: self.direct_io.or(file.direct_io),
+            idle_timeout_ms: self.idle_timeout_ms.or(file.idle_timeout_ms),
+            requests_in_flight_max: self.requests_in_flight_max.or(file.requests_in_flight_max),
+            frames_per_turn_max: self.frames_per_turn_max.or(file.frames_per_turn_max),
+        }
+    }
+
+    /// Applies defaults and checks every bound. `cores_available` is the set of cores this
+    /// process may run on (passed in so the rules can be tested without the machine).
+    pub fn resolve(self, cores_available: &[usize]) -> Result<Config, ConfigError> {
+        let data_dir = self.data_dir.ok_or(ConfigError::DataDirMissing)?;
+        let listen = self.listen.unwrap_or(SocketAddr::new(
+            IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            limits::LISTEN_PORT_DEFAULT,
+        ));
+        let cores = self.cores.as_deref().map(cores_parse).transpose()?;
+        let shard_cores = shard_cores(self.shards, cores, cores_available)?;
+        let journal = engine::Config {
+            segment_size: self
+                .segment_size
+                .unwrap_or(engine::Config::default().segment_size),
+            commits_in_flight_max: self
+                .commits_in_flight
+                .unwrap_or(engine::Config::default().commits_in_flight_max),
+            sync_mode: match self.sync_mode.unwrap_or(SyncModeName::LinkedFdatasync) {
+                SyncModeName::LinkedFdatasync => engine::SyncMode::LinkedFdatasync,
+                SyncModeName::Dsync => engine::SyncMode::Dsync,
+            },
+            ..engine::Config::default()
+        };
+        journal.validate().map_err(ConfigError::Journal)?;
+        let config = Config {
+            data_dir,
+            listen,
+            shard_cores,
+            journal,
+            direct_io: self.direct_io.unwrap_or(true),
+            frame_size_max: self.frame_size_max.unwrap_or(limits::FRAME_SIZE_MAX_MIN),
+            connections_max: self
+                .connections_max
+                .unwrap_or(limits::CONNECTIONS_MAX_DEFAULT),
+            idle_timeout: Duration::from_millis(
+                self.idle_timeout_ms
+                    .unwrap_or(limits::IDLE_TIMEOUT_MS_DEFAULT),
+            ),
+            requests_in_flight_max: self
+                .requests_in_flight_max
+                .unwrap_or(limits::REQUESTS_IN_FLIGHT_MAX_DEFAULT),
+            frames_per_turn_max: self
+                .frames_per_turn_max
+                .unwrap_or(limits::FRAMES_PER_TURN_MAX_DEFAULT),
+        };
+        config.validate()?;
+        Ok(config)
+    }
+}
+
+impl Config {
+    /// The shard count.
+    #[must_use]
+    pub fn shards(&self) -> usize {
+        self.shard_cores.len()
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let check = |ok: bool, option, expected| {
+            if ok {
+                Ok(())
+            } else {
+                Err(ConfigError::OutOfBounds { option, expected })
+            }
+        };
+        let frame = limits::FRAME_SIZE_MAX_MIN..=limits::FRAME_SIZE_MAX_LIMIT;
+        check(
+            frame.contains(&self.frame_size_max),
+            "frame-size-max",
+            "5253120..=67108864",
+        )?;
+        let connections = 1..=limits::CONNECTIONS_MAX_LIMIT;
+        check(
+            connections.contains(&self.connections_max),
+            "connections-max",
+            "1..=65536",
+        )?;
+        let idle_ms = u64::try_from(self.idle_timeout.as_millis()).unwrap_or(u64::MAX);
+        let idle = limits::IDLE_TIMEOUT_MS_MIN..=limits::IDLE_TIMEOUT_MS_MAX;
+        check(
+            idle.contains(&idle_ms),
+            "idle-timeout-ms",
+            "100..=604800000",
+        )?;
+        let requests = 1..=limits::REQUESTS_IN_FLIGHT_MAX_LIMIT;
+        let in_flight = self.requests_in_flight_max;
+        check(
+            requests.contains(&in_flight),
+            "requests-in-flight-max",
+            "1..=1048576",
+        )?;
+        let frames = 1..=limits::FRAMES_PER_TURN_MAX_LIMIT;
+        check(
+            frames.contains(&self.frames_per_turn_max),
+            "frames-per-turn-max",
+            "1..=1000000",
+        )?;
+        let shards = 1..=limits::SHARDS_MAX;
+        check(shards.contains(&self.shards()), "shards", "1..=64")?;
+        Ok(())
+    }
+}
+
+/// Parses `0,1` / `0-3,6` into a list of cores, in order, without duplicates.
+pub fn cores_parse(list: &str) -> Result<Vec<usize>, ConfigError> {
+    let error = || ConfigError::CoresSyntax {
+        list: list.to_string(),
+    };
+    let mut cores = Vec::new();
+    for part in list.split(',').map(str::trim) {
+        let (first, last) = match part.split_once('-') {
+            Some((first, last)) => (first.trim(), last.trim()),
+            None => (part, part),
+        };
+        let first: usize = first.parse().map_err(|_| error())?;
+        let last: usize = last.parse().map_err(|_| error())?;
+        // Bounded so a typo such as 0-1000000 fails here instead of building a huge list.
+        if first > last || last - first >= limits::SHARDS_MAX {
+            return Err(error());
+        }
+        for core in first..=last {
+            if cores.contains(&core) || cores.len() == limits::SHARDS_MAX {
+                return Err(error());
+            }
+            cores.push(core);
+        }
+    }
+    Ok(cores)
+}
+
+/// One core per shard. With --cores, one shard per listed core; without, shards cycle over
+/// the available cores (more shards than cores is allowed, for tests, but shares cores).
+pub fn shard_cores(
+    shards: Option<usize>,
+    cores: Option<Vec<usize>>,
+    available: &[usize],
+) -> Result<Vec<usize>, ConfigError> {
+    // A process that cannot list its cores still runs, on a nominal core 0.
+    let available = if available.is_empty() {
+        &[0][..]
+    } else {
+        available
+    };
+    match cores {
+        Some(cores) => {
+            if let Some(&core) = cores.iter().find(|core| !available.contains(core)) {
+                return Err(ConfigError::CoreUnavailable {
+                    core,
+                    available: available.to_vec(),
+                });
+            }
+            match shards {
+                Some(shards) if shards != cores.len() => Err(ConfigError::ShardsCoresMismatch {
+                    shards,
+                    cores: cores.len(),
+                }),
+                _ => Ok(cores),
+            }
+        }
+        None => {
+            let shards = shards.unwrap_or(available.len());
+            if !(1..=limits::SHARDS_MAX).contains(&shards) {
+                return Err(ConfigError::OutOfBounds {
+                    option: "shards",
+                    expected: "1..=64",
+                });
+            }
+            Ok((0..shards)
+                .map(|shard| available[shard % available.len()])
+                .collect())
+        }
+    }
+}

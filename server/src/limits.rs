@@ -1,0 +1,105 @@
+//! Every limit of the server: the runtime defaults (overridable, documented in docs/limits.md)
+//! and the fixed bounds that size buffers and tables, with their relations checked.
+
+use crate::protocol::FRAME_SIZE_MAX_DEFAULT;
+use engine::constants::RECORD_PAYLOAD_SIZE_MAX;
+
+/// BookKeeper's `bookiePort`.
+pub const LISTEN_PORT_DEFAULT: u16 = 3181;
+
+/// Most shards per process: shard ids travel as `u16` in the ownership map, and 64 is far more
+/// cores than one journal disk can use.
+pub const SHARDS_MAX: usize = 64;
+
+/// Smallest frame limit: Pulsar's `nettyMaxFrameSizeBytes` (5 MiB + 10 KiB), which every client
+/// we serve may send (protocol §1.1).
+pub const FRAME_SIZE_MAX_MIN: u32 = FRAME_SIZE_MAX_DEFAULT;
+/// Largest configurable frame limit. Bodies beyond the engine's largest record are refused with
+/// EBADREQ anyway; the bound keeps a typo from letting one peer pin 4 GiB per connection.
+pub const FRAME_SIZE_MAX_LIMIT: u32 = 64 * 1024 * 1024;
+
+/// Connections per shard. Default 4096, the global cap reliability.md suggests; beyond it a new
+/// connection is closed right after accept.
+pub const CONNECTIONS_MAX_DEFAULT: usize = 4096;
+/// Connection slots are 20-bit fields of journal tokens (see `connection::Token`).
+pub const CONNECTIONS_MAX_LIMIT: usize = 65_536;
+
+/// Requests in flight per connection (pending journal work plus requests forwarded to other
+/// shards). BookKeeper's `maxPendingAddRequestsPerThread` is 10 000; at the cap the server stops
+/// reading the socket (TCP backpressure) instead of answering ETOOMANYREQUESTS.
+pub const REQUESTS_IN_FLIGHT_MAX_DEFAULT: usize = 10_000;
+/// Pending slots are 24-bit fields of journal tokens.
+pub const REQUESTS_IN_FLIGHT_MAX_LIMIT: usize = 1 << 20;
+
+/// Frames decoded per connection per loop turn, so one busy connection cannot starve the others
+/// or delay the turn's commit.
+pub const FRAMES_PER_TURN_MAX_DEFAULT: usize = 1000;
+/// Upper bound of `frames_per_turn_max`.
+pub const FRAMES_PER_TURN_MAX_LIMIT: usize = 1_000_000;
+
+/// Kafka's `connections.max.idle.ms`: an idle connection is closed after 10 minutes.
+pub const IDLE_TIMEOUT_MS_DEFAULT: u64 = 600_000;
+/// Smallest idle timeout: below the 100 ms tick the check could not honour it.
+pub const IDLE_TIMEOUT_MS_MIN: u64 = 100;
+/// Largest idle timeout: one week.
+pub const IDLE_TIMEOUT_MS_MAX: u64 = 7 * 24 * 3600 * 1000;
+
+/// Initial receive buffer per connection. It grows to `frame_size_max` only when a frame header
+/// announces a bigger frame, so idle or small-entry connections stay small.
+pub const RECV_BUFFER_SIZE_INITIAL: usize = 256 * 1024;
+/// Send buffer per connection: the one in flight. Responses wait in the connection's output
+/// vector (the one filling) and leave in chunks of at most this size.
+pub const SEND_BUFFER_SIZE: usize = 256 * 1024;
+/// Unsent response bytes per connection above which the server stops reading its socket.
+/// Larger than one full batch read response, so a single batch never trips it alone.
+pub const OUTPUT_BYTES_MAX: usize = 16 * 1024 * 1024;
+
+/// Requests a shard may hold at once on behalf of each other shard (forwarded to it because it
+/// owns their ledgers). At the cap it stops taking that shard's forwarded requests.
+pub const PEER_REQUESTS_IN_FLIGHT_MAX: usize = 65_536;
+/// Messages queued in each shard's mailbox (`sync_channel` bound). A full mailbox makes the
+/// sender keep its batch and retry next turn.
+pub const MAILBOX_MESSAGES_MAX: usize = 1024;
+/// Mailbox messages a shard takes per loop turn.
+pub const MAILBOX_MESSAGES_PER_TURN_MAX: usize = 256;
+/// Forwarded request bytes buffered per destination shard before the sender stops decoding
+/// requests for it (each turn's batch goes as one mailbox message). One frame always fits.
+pub const FORWARD_BYTES_MAX: usize = 8 * 1024 * 1024;
+/// Mails waiting in a shard's peer inboxes above which it stops taking mail, so that a
+/// stalled journal cannot make it buffer without bound (at most this many batches of
+/// `FORWARD_BYTES_MAX` plus one frame).
+pub const PEER_INBOX_MESSAGES_MAX: usize = 16;
+
+/// `maxBatchReadSize`: a batch read response holds at most this many bytes (protocol §2.7),
+/// except that the first entry is always included.
+pub const BATCH_READ_BYTES_MAX: usize = 5 * 1024 * 1024;
+/// Entries per batch read when the request sets no count (`maxCount <= 0`), bounding the loop.
+pub const BATCH_READ_ENTRIES_MAX: usize = 65_536;
+
+/// Reads waiting for a free engine read slot (`ReadError::Busy`), per shard. Beyond it, or
+/// after `READ_RETRIES_MAX` attempts, the read is answered ETOOMANYREQUESTS.
+pub const READ_RETRY_QUEUE_MAX: usize = 65_536;
+/// Attempts before a read that keeps finding the engine busy gets ETOOMANYREQUESTS.
+pub const READ_RETRIES_MAX: u16 = 10_000;
+
+/// Listen backlog: connections the kernel queues per shard before accept.
+pub const LISTEN_BACKLOG: i32 = 1024;
+/// Longest the shard loop sleeps in the kernel with nothing to do: bounds how late a shutdown
+/// signal or idle timeout is noticed.
+pub const LOOP_WAIT_MS_MAX: u64 = 100;
+/// The loop's sleep while a mailbox batch waits for room in a full peer mailbox (nothing
+/// wakes the shard when room appears).
+pub const LOOP_WAIT_MS_RETRY: u64 = 1;
+
+const _: () = assert!(FRAME_SIZE_MAX_MIN <= FRAME_SIZE_MAX_LIMIT);
+const _: () = assert!(RECV_BUFFER_SIZE_INITIAL <= FRAME_SIZE_MAX_MIN as usize);
+// A whole batch response (the limit, or one largest entry past it) fits under the output cap,
+// so a lone batch never stops the socket.
+const _: () = assert!(BATCH_READ_BYTES_MAX + RECORD_PAYLOAD_SIZE_MAX <= OUTPUT_BYTES_MAX);
+const _: () = assert!(CONNECTIONS_MAX_DEFAULT <= CONNECTIONS_MAX_LIMIT);
+const _: () = assert!(REQUESTS_IN_FLIGHT_MAX_DEFAULT <= REQUESTS_IN_FLIGHT_MAX_LIMIT);
+const _: () = assert!(PEER_REQUESTS_IN_FLIGHT_MAX <= REQUESTS_IN_FLIGHT_MAX_LIMIT);
+// Connection and peer slots share the token's 20-bit client field.
+const _: () = assert!(CONNECTIONS_MAX_LIMIT + SHARDS_MAX <= 1 << 20);
+const _: () = assert!(SHARDS_MAX <= u16::MAX as usize);
+const _: () = assert!(IDLE_TIMEOUT_MS_MIN >= LOOP_WAIT_MS_MAX);

@@ -1,0 +1,220 @@
+//! Ledger -> shard placement and the bounded shard-to-shard mailboxes.
+//!
+//! The shard that receives a ledger's first add (or fence) owns it for the life of the process;
+//! at startup each shard registers the ledgers its journal recovered. The shared map is behind
+//! an `RwLock`, but a shard consults it only the first time it sees a ledger: every answer is
+//! cached in the shard's own `OwnerCache`, so the per-entry path takes no lock. (Only "nobody
+//! owns it" is not cached, because another shard may create the ledger later; that is the
+//! error path of reads on unknown ledgers.)
+//!
+//! A request for a ledger owned elsewhere is copied (this slow path allocates) into a batch
+//! for the owner, sent once per loop turn as one `Mail::Requests`, and the owner is woken
+//! through its eventfd. The owner answers with one `Mail::Replies` batch per turn. Both
+//! batches are records `u64 connection reference (BE) | one v2 frame`.
+
+use engine::uring::Socket;
+use std::collections::HashMap;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
+use std::sync::RwLock;
+
+/// A shard's index.
+pub type ShardId = u16;
+
+/// Bytes of the connection reference in front of every forwarded frame.
+pub const CONNECTION_REFERENCE_SIZE: usize = 8;
+
+/// A message between shards.
+#[derive(Debug)]
+pub enum Mail {
+    /// Requests forwarded by shard `from` to the owner of their ledgers.
+    Requests { from: ShardId, records: Vec<u8> },
+    /// Encoded responses to requests this shard forwarded earlier.
+    Replies { records: Vec<u8> },
+}
+
+/// What every shard shares: the ownership map, the mailboxes, and the stop protocol.
+#[derive(Debug)]
+pub struct Router {
+    owners: RwLock<HashMap<i64, ShardId>>,
+    mailboxes: Vec<SyncSender<Mail>>,
+    eventfds: Vec<OwnedFd>,
+    stop: AtomicBool,
+    poisoned: AtomicBool,
+    drained: AtomicUsize,
+}
+
+/// Why a mail was not delivered.
+#[derive(Debug)]
+pub enum SendError {
+    /// The mailbox is full: keep the mail and retry next turn.
+    Full(Mail),
+    /// The shard is gone (it exited); the mail is dropped.
+    Gone,
+}
+
+impl Router {
+    /// A router for `shards` shards, and each shard's mailbox receiver (index = shard).
+    pub fn new(
+        shards: usize,
+        mailbox_size: usize,
+    ) -> std::io::Result<(Router, Vec<Receiver<Mail>>)> {
+        assert!(shards >= 1);
+        assert!(shards <= crate::limits::SHARDS_MAX);
+        let mut mailboxes = Vec::with_capacity(shards);
+        let mut receivers = Vec::with_capacity(shards);
+        let mut eventfds = Vec::with_capacity(shards);
+        for _ in 0..shards {
+            let (sender, receiver) = std::sync::mpsc::sync_channel(mailbox_size);
+            mailboxes.push(sender);
+            receivers.push(receiver);
+            eventfds.push(Socket::eventfd()?);
+        }
+        let router = Router {
+            owners: RwLock::new(HashMap::new()),
+            mailboxes,
+            eventfds,
+            stop: AtomicBool::new(false),
+            poisoned: AtomicBool::new(false),
+            drained: AtomicUsize::new(0),
+        };
+        Ok((router, receivers))
+    }
+
+    /// The number of shards.
+    #[must_use]
+    pub fn shards(&self) -> usize {
+        self.mailboxes.len()
+    }
+
+    /// Records that `shard` recovered `ledger` from its journal. Returns the owner, which is
+    /// another shard only if two journals hold the same ledger (the first registered wins).
+    pub fn register(&self, ledger: i64, shard: ShardId) -> ShardId {
+        self.claim(ledger, shard)
+    }
+
+    /// The owner of `ledger`, making `shard` the owner if it has none. Called once per ledger
+    /// per shard (the answer is cached), so the write lock is off the per-entry path.
+    pub fn claim(&self, ledger: i64, shard: ShardId) -> ShardId {
+        let mut owners = self
+            .owners
+            .write()
+            .expect("no shard panics while holding the map");
+        *owners.entry(ledger).or_insert(shard)
+    }
+
+    /// The owner of `ledger`, if any shard owns it.
+    #[must_use]
+    pub fn owner(&self, ledger: i64) -> Option<ShardId> {
+        let owners = self
+            .owners
+            .read()
+            .expect("no shard panics while holding the map");
+        owners.get(&ledger).copied()
+    }
+
+    /// Puts `mail` into `to`'s mailbox without blocking. The caller wakes `to` afterwards
+    /// (once per turn, however many mails it sent).
+    pub fn send(&self, to: ShardId, mail: Mail) -> Result<(), SendError> {
+        match self.mailboxes[usize::from(to)].try_send(mail) {
+            Ok(()) => Ok(()),
+            Err(TrySendError::Full(mail)) => Err(SendError::Full(mail)),
+            Err(TrySendError::Disconnected(_)) => Err(SendError::Gone),
+        }
+    }
+
+    /// Wakes `shard` out of its ring wait.
+    pub fn wake(&self, shard: ShardId) -> std::io::Result<()> {
+        Socket::eventfd_signal(self.eventfds[usize::from(shard)].as_raw_fd())
+    }
+
+    /// The eventfd `shard` keeps a read armed on.
+    #[must_use]
+    pub fn eventfd(&self, shard: ShardId) -> std::os::fd::RawFd {
+        self.eventfds[usize::from(shard)].as_raw_fd()
+    }
+
+    /// Asks every shard to stop (after a signal, a poisoned journal or a failed startup).
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+
+    /// True once `stop` was called.
+    #[must_use]
+    pub fn is_stopping(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+
+    /// Records that a journal was poisoned: the process must exit non-zero.
+    pub fn poison(&self) {
+        self.poisoned.store(true, Ordering::SeqCst);
+        self.stop();
+    }
+
+    /// True if any journal was poisoned.
+    #[must_use]
+    pub fn is_poisoned(&self) -> bool {
+        self.poisoned.load(Ordering::SeqCst)
+    }
+
+    /// A stopping shard reports that it holds no work (`true`) or holds work again (`false`,
+    /// after a late forwarded request). Returns the number of drained shards.
+    pub fn drained_set(&self, drained: bool) -> usize {
+        if drained {
+            self.drained.fetch_add(1, Ordering::SeqCst) + 1
+        } else {
+            self.drained.fetch_sub(1, Ordering::SeqCst) - 1
+        }
+    }
+
+    /// True when every shard is drained. Stable once true: a drained shard has nothing in
+    /// flight anywhere and no stopping shard reads new requests, so no work can appear.
+    #[must_use]
+    pub fn all_drained(&self) -> bool {
+        self.drained.load(Ordering::SeqCst) == self.shards()
+    }
+}
+
+/// A shard's private cache of the ownership map: no lock on the per-entry path.
+#[derive(Debug)]
+pub struct OwnerCache {
+    shard: ShardId,
+    owners: HashMap<i64, ShardId>,
+}
+
+impl OwnerCache {
+    /// An empty cache for `shard`.
+    #[must_use]
+    pub fn new(shard: ShardId) -> OwnerCache {
+        OwnerCache {
+            shard,
+            owners: HashMap::new(),
+        }
+    }
+
+    /// The owner of a ledger an add or fence is about to create if nobody owns it.
+    pub fn owner_claim(&mut self, router: &Router, ledger: i64) -> ShardId {
+        if let Some(&owner) = self.owners.get(&ledger) {
+            return owner;
+        }
+        let owner = router.claim(ledger, self.shard);
+        self.owners.insert(ledger, owner);
+        owner
+    }
+
+    /// The owner of a ledger a read names; `None` (not cached) if nobody owns it yet.
+    pub fn owner_find(&mut self, router: &Router, ledger: i64) -> Option<ShardId> {
+        if let Some(&owner) = self.owners.get(&ledger) {
+            return Some(owner);
+        }
+        let owner = router.owner(ledger)?;
+        self.owners.insert(ledger, owner);
+        Some(owner)
+    }
+
+    /// Caches a ledger this shard recovered and registered.
+    pub fn insert(&mut self, ledger: i64, owner: ShardId) {
+        self.owners.insert(ledger, owner);
+    }
+}
