@@ -34,6 +34,9 @@ pub struct JournalArgs {
     /// Segment size in bytes. Default: 1 GiB.
     #[arg(long, default_value_t = 1024 * 1024 * 1024)]
     pub segment_size: u64,
+    /// Leave new segments as unwritten extents instead of zero-filling them.
+    #[arg(long)]
+    pub no_zero_fill: bool,
     /// Write the report as one JSON object to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,

@@ -32,7 +32,16 @@ pub struct Config {
     pub read_cache_buffers: usize,
     /// Disk reads in flight. Default: 16. Bounds: 1 ..= 64.
     pub reads_in_flight_max: usize,
+    /// Overwrite new segments with zeros after `fallocate` (true), or leave them as
+    /// unwritten extents that read as zeros (false). Default: see `SEGMENT_ZERO_FILL_DEFAULT`.
+    pub segment_zero_fill: bool,
 }
+
+/// Default: no zero-fill. Measured here (docs/durability.md): zero-filling a 1 GiB segment
+/// while commits run made every flush wait behind the zeros (2-4 s stalls at each rollover,
+/// seed-workload p99 2.2 s) and made a fresh start take 11 s; unwritten extents cost no
+/// measurable commit latency on ext4 (p50 165 vs 171 µs) and read as zeros all the same.
+pub const SEGMENT_ZERO_FILL_DEFAULT: bool = false;
 
 impl Default for Config {
     fn default() -> Config {
@@ -42,6 +51,7 @@ impl Default for Config {
             sync_mode: SyncMode::LinkedFdatasync,
             read_cache_buffers: READ_CACHE_BUFFERS_DEFAULT,
             reads_in_flight_max: 16,
+            segment_zero_fill: SEGMENT_ZERO_FILL_DEFAULT,
         }
     }
 }

@@ -46,6 +46,11 @@ pub enum WriteSync {
     None,
     /// The write, then an fdatasync linked with IOSQE_IO_LINK: two completions.
     LinkedFdatasync,
+    /// As `LinkedFdatasync`, but a successful write posts no completion of its own
+    /// (IOSQE_CQE_SKIP_SUCCESS): one wake-up per commit instead of two. The disk reports the
+    /// write's success together with the sync's completion; a failed or short write still
+    /// completes on its own (the kernel clears the skip flag on failure).
+    LinkedFdatasyncQuiet,
     /// One write with RWF_DSYNC: one completion, durable when it succeeds.
     Dsync,
 }

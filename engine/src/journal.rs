@@ -271,7 +271,8 @@ impl<D: Disk> Journal<D> {
             // One ready spare before serving: the first rollover never waits, and no zero-fill
             // runs behind the first segment's commits.
             let spare = recovered.segment_id_max.next();
-            crate::recovery::create_blocking(&mut disk, spare, config.segment_size, buffer_id(0))?;
+            let (size, zero_fill) = (config.segment_size, config.segment_zero_fill);
+            crate::recovery::create_blocking(&mut disk, spare, size, zero_fill, buffer_id(0))?;
             disk.segment_open(spare).map_err(|error| OpenError::Io {
                 operation: "opening segment",
                 error,
@@ -707,8 +708,12 @@ impl<D: Disk> Journal<D> {
         self.disk.buffer_mut(buffer)[length..aligned].fill(0);
         let commit = &mut self.commits[slot];
         commit.length_aligned = aligned;
+        // Deferred records are reported when the write completes, so their commits need the
+        // write's own completion; all others wake the shard once, for the sync.
+        let deferred = commit.records.iter().any(|staged| staged.deferred);
         let sync = match self.config.sync_mode {
-            SyncMode::LinkedFdatasync => WriteSync::LinkedFdatasync,
+            SyncMode::LinkedFdatasync if deferred => WriteSync::LinkedFdatasync,
+            SyncMode::LinkedFdatasync => WriteSync::LinkedFdatasyncQuiet,
             SyncMode::Dsync => WriteSync::Dsync,
         };
         let token = TOKEN_COMMIT | to_u64(slot);
@@ -1086,11 +1091,16 @@ impl<D: Disk> Journal<D> {
         match self.disk.segment_create(segment, self.config.segment_size) {
             Ok(()) => {
                 self.segment_id_max = segment;
+                let (done, phase) = if self.config.segment_zero_fill {
+                    (0, PreparePhase::Zeroing)
+                } else {
+                    (self.config.segment_size, PreparePhase::Header)
+                };
                 self.prepare = Some(Prepare {
                     segment,
-                    position_submitted: 0,
-                    bytes_completed: 0,
-                    phase: PreparePhase::Zeroing,
+                    position_submitted: done,
+                    bytes_completed: done,
+                    phase,
                     in_flight: 0,
                 });
             }

@@ -83,7 +83,13 @@ pub(crate) fn recover<D: Disk>(
 ) -> Result<Recovered, OpenError> {
     let segments = disk.segments_list().map_err(io_error("listing segments"))?;
     if segments.is_empty() {
-        create_blocking(disk, SegmentId(0), config.segment_size, buffer)?;
+        create_blocking(
+            disk,
+            SegmentId(0),
+            config.segment_size,
+            config.segment_zero_fill,
+            buffer,
+        )?;
         disk.segment_open(SegmentId(0))
             .map_err(io_error("opening segment"))?;
         return Ok(Recovered {
@@ -409,13 +415,15 @@ pub(crate) fn create_blocking<D: Disk>(
     disk: &mut D,
     segment: SegmentId,
     size: u64,
+    zero_fill: bool,
     buffer: BufferId,
 ) -> Result<(), OpenError> {
     disk.segment_create(segment, size)
         .map_err(io_error("creating segment"))?;
     let chunk = to_u64(RECOVERY_CHUNK_SIZE);
     disk.buffer_mut(buffer).fill(0);
-    let mut position = 0;
+    // Without zero-fill the fallocated extents stay unwritten and read as zeros.
+    let mut position = if zero_fill { 0 } else { size };
     while position < size {
         let length = to_usize((size - position).min(chunk));
         disk.write_blocking(segment, position, buffer, length)

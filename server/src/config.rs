@@ -90,6 +90,11 @@ pub struct ServeArgs {
     /// recovery may read the page cache instead of the disk. Default: true.
     #[arg(long, value_name = "BOOL")]
     pub direct_io: Option<bool>,
+    /// Overwrite each new journal segment with zeros (true), or only fallocate it, leaving
+    /// unwritten extents that read as zeros (false). See docs/durability.md for the trade-off
+    /// measured here. Default: false.
+    #[arg(long, value_name = "BOOL")]
+    pub segment_zero_fill: Option<bool>,
     /// Close a connection after this many milliseconds without traffic and with nothing in
     /// flight, like Kafka's connections.max.idle.ms. 100 to 604800000. Default: 600000.
     #[arg(long, value_name = "MS")]
@@ -229,6 +234,7 @@ impl ServeArgs {
             frame_size_max: self.frame_size_max.or(file.frame_size_max),
             connections_max: self.connections_max.or(file.connections_max),
             direct_io: self.direct_io.or(file.direct_io),
+            segment_zero_fill: self.segment_zero_fill.or(file.segment_zero_fill),
             idle_timeout_ms: self.idle_timeout_ms.or(file.idle_timeout_ms),
             requests_in_flight_max: self.requests_in_flight_max.or(file.requests_in_flight_max),
             frames_per_turn_max: self.frames_per_turn_max.or(file.frames_per_turn_max),
@@ -256,6 +262,9 @@ impl ServeArgs {
                 SyncModeName::LinkedFdatasync => engine::SyncMode::LinkedFdatasync,
                 SyncModeName::Dsync => engine::SyncMode::Dsync,
             },
+            segment_zero_fill: self
+                .segment_zero_fill
+                .unwrap_or(engine::config::SEGMENT_ZERO_FILL_DEFAULT),
             ..engine::Config::default()
         };
         journal.validate().map_err(ConfigError::Journal)?;

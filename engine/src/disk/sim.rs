@@ -161,10 +161,15 @@ impl SimDisk {
     /// Adds a published, durable segment holding exactly `bytes` (fuzzing and tests of
     /// recovery on arbitrary disk contents).
     pub fn insert_segment(&mut self, id: SegmentId, bytes: Vec<u8>) {
-        let file = SimFile { live: bytes.clone(), durable: bytes, unsynced: Vec::new() };
+        let file = SimFile {
+            live: bytes.clone(),
+            durable: bytes,
+            unsynced: Vec::new(),
+        };
         self.files.push(file);
         let name = segment_file_name(id);
-        self.directory_live.insert(name.clone(), self.files.len() - 1);
+        self.directory_live
+            .insert(name.clone(), self.files.len() - 1);
         self.directory_durable.insert(name, self.files.len() - 1);
     }
 
@@ -520,6 +525,12 @@ impl Disk for SimDisk {
         length: usize,
         sync: WriteSync,
     ) -> Result<(), SubmitError> {
+        // The quiet variant differs only in how many completions the kernel posts; the
+        // journal handles both orders, so the simulator posts both.
+        let sync = match sync {
+            WriteSync::LinkedFdatasyncQuiet => WriteSync::LinkedFdatasync,
+            other => other,
+        };
         let file = self.file_index(id).map_err(SubmitError::Io)?;
         let data = self.buffers[buffer.0 as usize][..length].to_vec();
         self.busy_hold(buffer);

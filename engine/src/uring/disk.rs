@@ -35,6 +35,7 @@ pub struct UringDisk {
     direct_io: bool,
     in_flight: usize,
     scratch: Vec<super::Completion>,
+    quiet: Vec<QuietWrite>,
 }
 
 impl std::fmt::Debug for UringDisk {
@@ -71,6 +72,7 @@ impl UringDisk {
             direct_io,
             in_flight: 0,
             scratch,
+            quiet: Vec::with_capacity(crate::constants::COMMITS_IN_FLIGHT_MAX + 1),
         })
     }
 
@@ -283,9 +285,18 @@ impl Disk for UringDisk {
         }
         let write = write.build().user_data(data);
         let mut ring = self.ring.borrow_mut();
-        if sync == WriteSync::LinkedFdatasync {
+        let quiet = sync == WriteSync::LinkedFdatasyncQuiet;
+        if sync == WriteSync::LinkedFdatasync || quiet {
             // IO_LINK, never IO_HARDLINK: a failed or short write must cancel the fsync.
-            let write = write.flags(squeue::Flags::IO_LINK);
+            let mut flags = squeue::Flags::IO_LINK;
+            if quiet {
+                assert!(
+                    self.quiet.len() < self.quiet.capacity(),
+                    "quiet writes are bounded"
+                );
+                flags |= squeue::Flags::SKIP_SUCCESS;
+            }
+            let write = write.flags(flags);
             let fsync = opcode::Fsync::new(fd)
                 .flags(types::FsyncFlags::DATASYNC)
                 .build();
@@ -294,6 +305,16 @@ impl Disk for UringDisk {
             // below until the write's completion is polled; `fd` stays open in `self.files`.
             unsafe { ring.push(&[write, fsync]) }?;
             self.in_flight += 2;
+            if quiet {
+                let length = i32::try_from(length).expect("commit fits i32");
+                let write = QuietWrite {
+                    token,
+                    buffer: index,
+                    length,
+                    reported: false,
+                };
+                self.quiet.push(write);
+            }
         } else {
             // SAFETY: as above.
             unsafe { ring.push(&[write]) }?;
@@ -374,7 +395,9 @@ impl Disk for UringDisk {
             let mut ring = self.ring.borrow_mut();
             std::mem::swap(&mut self.scratch, &mut ring.disk_completions);
         }
-        for completion in self.scratch.drain(..) {
+        // Taken out and put back so the preallocated capacity is reused on every poll.
+        let mut scratch = std::mem::take(&mut self.scratch);
+        for completion in scratch.drain(..) {
             if let Some(index) = completion.buffer_index() {
                 assert!(
                     self.buffers_busy[index] > 0,
@@ -390,15 +413,55 @@ impl Disk for UringDisk {
                 _ => DiskOp::Read,
             };
             let token = DiskToken::from(tag & !TAG_OP_MASK);
+            self.quiet_complete(token, op, out);
             out.push(DiskCompletion {
                 token,
                 op,
                 result: completion.result,
             });
         }
+        self.scratch = scratch;
     }
 
     fn in_flight(&self) -> usize {
         self.in_flight
+    }
+}
+
+/// A write submitted with IOSQE_CQE_SKIP_SUCCESS: it posts a completion only if it fails.
+#[derive(Clone, Copy, Debug)]
+struct QuietWrite {
+    token: DiskToken,
+    buffer: usize,
+    length: i32,
+    reported: bool,
+}
+
+impl UringDisk {
+    /// Bookkeeping of quiet writes: a failed one posts its own completion; a successful one is
+    /// reported, and its buffer freed, when its linked sync completes (the kernel finished
+    /// with the buffer before it started the sync).
+    fn quiet_complete(&mut self, token: DiskToken, op: DiskOp, out: &mut Vec<DiskCompletion>) {
+        let Some(slot) = self.quiet.iter().position(|quiet| quiet.token == token) else {
+            return;
+        };
+        match op {
+            DiskOp::Write => self.quiet[slot].reported = true,
+            DiskOp::Sync => {
+                let quiet = self.quiet.swap_remove(slot);
+                if !quiet.reported {
+                    assert!(self.buffers_busy[quiet.buffer] > 0);
+                    self.buffers_busy[quiet.buffer] -= 1;
+                    self.in_flight -= 1;
+                    let write = DiskCompletion {
+                        token,
+                        op: DiskOp::Write,
+                        result: quiet.length,
+                    };
+                    out.push(write);
+                }
+            }
+            DiskOp::Read => unreachable!("reads are never quiet"),
+        }
     }
 }
