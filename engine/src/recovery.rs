@@ -261,10 +261,38 @@ fn next_record<D: Disk>(
         Ok(decoded) => decoded,
         Err(error) => return Ok(Err(error)),
     };
+    if !semantics_valid(&scan.index, &header, payload) {
+        return Ok(Err(RecordError::Reserved));
+    }
     apply(&mut scan.index, &header, payload);
     scan.sequence_next = Some(Sequence(header.sequence.0 + 1));
     scan.checksum_previous = checksum;
     Ok(Ok(to_u64(size)))
+}
+
+/// Checks what checksums cannot: the ids and sizes every record kind must have, with the
+/// same bounds `Journal::add` enforces (so a checksummed but impossible record can neither
+/// trip an assertion nor make the index grow without bound).
+fn semantics_valid(index: &Index, header: &RecordHeader, payload: &[u8]) -> bool {
+    use crate::journal::{
+        ENTRY_ID_EXPLICIT_LAC, ENTRY_ID_FENCE, ENTRY_ID_FORCE, ENTRY_ID_LEDGER_KEY,
+    };
+    match header.kind {
+        RecordKind::Entry => {
+            let highest = index
+                .ledger(header.ledger)
+                .map_or(-1, |ledger| ledger.entry_staged_max);
+            let gap = i64::try_from(crate::constants::ENTRY_GAP_MAX).expect("small");
+            header.entry.0 >= 0 && header.entry.0 <= highest.saturating_add(gap)
+        }
+        RecordKind::LedgerKey => {
+            header.entry == ENTRY_ID_LEDGER_KEY
+                && payload.len() == crate::constants::MASTER_KEY_SIZE
+        }
+        RecordKind::Fence => header.entry == ENTRY_ID_FENCE && payload.is_empty(),
+        RecordKind::ForceMarker => header.entry == ENTRY_ID_FORCE && payload.is_empty(),
+        RecordKind::ExplicitLac => header.entry == ENTRY_ID_EXPLICIT_LAC,
+    }
 }
 
 fn apply(index: &mut Index, header: &RecordHeader, payload: &[u8]) {

@@ -173,3 +173,41 @@ fn misdirected_write_is_detected() {
         Err(OpenError::Corrupt { .. })
     ));
 }
+
+/// Found by the recovery_scan fuzzer: a checksummed Entry record with a negative (or absurdly
+/// large) entry id used to trip an index assertion (or grow the index without bound).
+#[test]
+fn checksummed_but_impossible_records_are_bad_records_not_panics() {
+    use crate::ids::{EntryId, LedgerId, Location, Position, Sequence};
+    use crate::record::{self, RecordHeader, RecordKind};
+    for entry in [-5i64, i64::MAX, 5_000_000] {
+        let size = 256 * 1024usize;
+        let mut image = vec![0u8; size];
+        crate::segment::encode_segment_header(&mut image[..4096], SegmentId(0), size as u64);
+        let payload = [1u8; 40];
+        let header = RecordHeader {
+            kind: RecordKind::Entry,
+            checksum_payload: 0,
+            payload_size: payload.len() as u32,
+            checksum_previous: 0,
+            sequence: Sequence(1),
+            ledger: LedgerId(3),
+            entry: EntryId(entry),
+            location: Location {
+                segment: SegmentId(0),
+                position: Position(4096),
+            },
+            commit_first: true,
+        };
+        let record_size = record::record_size(payload.len());
+        record::encode(&mut image[4096..4096 + record_size], &header, &payload);
+        let mut disk = SimDisk::new(1);
+        disk.insert_segment(SegmentId(0), image);
+        let journal =
+            Journal::open(disk, config_small()).expect("a lone bad record is a torn tail");
+        assert!(
+            journal.ledger(crate::LedgerId(3)).is_none(),
+            "entry {entry} was indexed"
+        );
+    }
+}
