@@ -8,7 +8,7 @@ BENCH_SECONDS ?= 10
 BENCH_DIR ?= $(CURDIR)/target/bench-data
 RELEASE := target/release
 
-.PHONY: help deps shellcheck-deps build check test sim bench bench-disk bench-journal ci clean
+.PHONY: help deps shellcheck-deps fuzz-smoke build check test sim bench bench-disk bench-journal ci clean
 
 ## Show this help.
 help:
@@ -44,7 +44,7 @@ sim: deps
 	RINGLOG_SIM_SEEDS=$(SEEDS) $(if $(SEED),RINGLOG_SIM_SEED=$(SEED)) \
 	  $(CARGO) test -p engine --release $(EXTRA_CARGO_ARGS) -- tests::simulation --nocapture
 
-## The physical floor alone: QD1 O_DIRECT write + linked fdatasync (4 KiB and 1 KiB entries).
+## The physical floor alone: QD1 O_DIRECT 4 KiB write + linked fdatasync (a 1 KiB entry commits one 4 KiB sector).
 bench-disk: build
 	mkdir -p $(BENCH_DIR)
 	$(RELEASE)/ringlog-bench disk --dir $(BENCH_DIR) --size 4096 --seconds 5 --json $(BENCH_DIR)/disk.json
@@ -56,6 +56,10 @@ bench-journal: build
 ## Main job: build, start a bookie on a temporary data dir, disk floor + seed workload, report.
 bench: build
 	scripts/bench.sh $(RELEASE) $(BENCH_DIR) $(BENCH_SECONDS)
+
+## Fuzz every target for FUZZ_SECONDS (default 60) each with cargo-fuzz on nightly.
+fuzz-smoke:
+	scripts/fuzz_smoke.sh
 
 ## Same as CI.
 ci: test
