@@ -96,31 +96,6 @@ impl Ring {
         })
     }
 
-    /// A ring for one thread that submits and waits on it alone: IORING_SETUP_SINGLE_ISSUER
-    /// with DEFER_TASKRUN, so completion work runs when this thread waits instead of
-    /// interrupting it as each completion arrives. Must be created on the thread that uses it,
-    /// and completions appear only through `submit_and_wait*` (which the shard loop calls
-    /// whenever it runs out of work). Falls back to a plain ring on kernels without them.
-    pub fn new_single_issuer(entries: u32) -> io::Result<Ring> {
-        let built = IoUring::builder()
-            .setup_single_issuer()
-            .setup_defer_taskrun()
-            .build(entries);
-        let ring = match built {
-            Ok(ring) => ring,
-            Err(error) if error.raw_os_error() == Some(libc::EINVAL) => {
-                IoUring::builder().build(entries)?
-            }
-            Err(error) => return Err(error),
-        };
-        let capacity = crate::stdx::to_usize(u64::from(entries)) * 2;
-        Ok(Ring {
-            ring,
-            disk_completions: Vec::with_capacity(capacity),
-            in_flight: 0,
-        })
-    }
-
     /// Checks that io_uring works here: a ring can be created and a NOP completes.
     pub fn probe() -> Result<(), UringUnavailable> {
         let mut ring = Ring::new(8).map_err(|error| UringUnavailable(error.to_string()))?;
