@@ -289,7 +289,7 @@ impl Shard {
             status: _,
             start,
         } = setup;
-        let ring = match Ring::new_single_issuer(engine::uring::RING_ENTRIES_DEFAULT) {
+        let ring = match Ring::new(engine::uring::RING_ENTRIES_DEFAULT) {
             Ok(ring) => Rc::new(RefCell::new(ring)),
             Err(error) => return Err(StartError::Ring(error)),
         };

@@ -224,19 +224,7 @@ fn temp_path(name: &str) -> PathBuf {
 /// otherwise prints why and skips, unless CI or REQUIRE_URING is set, where a skip would hide
 /// a broken build and so fails.
 fn uring_available() -> bool {
-    match engine::uring::Ring::probe() {
-        Ok(()) => true,
-        Err(reason) => {
-            let required =
-                std::env::var_os("CI").is_some() || std::env::var_os("REQUIRE_URING").is_some();
-            assert!(
-                !required,
-                "io_uring required here but unavailable: {reason:?}"
-            );
-            println!("SKIP: io_uring unavailable: {reason:?}");
-            false
-        }
-    }
+    engine::uring::uring_available_for_test()
 }
 
 #[test]

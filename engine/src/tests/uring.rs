@@ -12,19 +12,7 @@ use std::rc::Rc;
 /// True when io_uring works; otherwise prints why and skips, unless CI or REQUIRE_URING is
 /// set, where a skip would hide a broken build and so fails.
 pub fn uring_available() -> bool {
-    match Ring::probe() {
-        Ok(()) => true,
-        Err(reason) => {
-            let required =
-                std::env::var_os("CI").is_some() || std::env::var_os("REQUIRE_URING").is_some();
-            assert!(
-                !required,
-                "io_uring required here but unavailable: {reason:?}"
-            );
-            println!("SKIP: io_uring unavailable: {reason:?}");
-            false
-        }
-    }
+    crate::uring::uring_available_for_test()
 }
 
 fn temp_dir(name: &str) -> PathBuf {

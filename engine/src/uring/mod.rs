@@ -199,6 +199,26 @@ impl Ring {
     }
 }
 
+/// The gate every io_uring test starts with: true when io_uring works here; otherwise prints
+/// `SKIP: <reason>` and returns false, unless `CI` or `REQUIRE_URING` is set, where a skip
+/// would hide a broken build and so panics instead.
+#[must_use]
+pub fn uring_available_for_test() -> bool {
+    match Ring::probe() {
+        Ok(()) => true,
+        Err(reason) => {
+            let required =
+                std::env::var_os("CI").is_some() || std::env::var_os("REQUIRE_URING").is_some();
+            assert!(
+                !required,
+                "io_uring required here but unavailable: {reason:?}"
+            );
+            println!("SKIP: io_uring unavailable: {reason:?}");
+            false
+        }
+    }
+}
+
 /// Converts a negative errno result into an `io::Error`.
 #[must_use]
 pub fn errno_error(result: i32) -> io::Error {
