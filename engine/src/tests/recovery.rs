@@ -180,7 +180,7 @@ fn misdirected_write_is_detected() {
 fn checksummed_but_impossible_records_are_bad_records_not_panics() {
     use crate::ids::{EntryId, LedgerId, Location, Position, Sequence};
     use crate::record::{self, RecordHeader, RecordKind};
-    for entry in [-5i64, i64::MAX, 5_000_000] {
+    for (entry, sequence) in [(-5i64, 1u64), (i64::MAX, 1), (5_000_000, 1), (0, u64::MAX)] {
         let size = 256 * 1024usize;
         let mut image = vec![0u8; size];
         crate::segment::encode_segment_header(&mut image[..4096], SegmentId(0), size as u64);
@@ -190,7 +190,7 @@ fn checksummed_but_impossible_records_are_bad_records_not_panics() {
             checksum_payload: 0,
             payload_size: payload.len() as u32,
             checksum_previous: 0,
-            sequence: Sequence(1),
+            sequence: Sequence(sequence),
             ledger: LedgerId(3),
             entry: EntryId(entry),
             location: Location {
