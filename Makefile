@@ -4,11 +4,13 @@ SHELL := /bin/bash
 CARGO ?= cargo
 EXTRA_CARGO_ARGS ?=
 SEEDS ?= 2000
+CYCLES ?= 200
+CRASH_DIR ?= $(CURDIR)/target/crash-data
 BENCH_SECONDS ?= 10
 BENCH_DIR ?= $(CURDIR)/target/bench-data
 RELEASE := target/release
 
-.PHONY: help deps shellcheck-deps fuzz-smoke build check test sim bench bench-disk bench-journal ci clean
+.PHONY: help deps shellcheck-deps fuzz-smoke build check test sim crash bench bench-disk bench-journal ci clean
 
 ## Show this help.
 help:
@@ -34,15 +36,21 @@ check: deps shellcheck-deps
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets --release $(EXTRA_CARGO_ARGS) -- -D warnings
 
-## Everything CI runs: lints, unit + integration tests (io_uring required), simulation seeds.
+## Everything CI runs: lints, all tests (io_uring required), sim seeds, 20 crash cycles, fuzz smoke.
 test: check
 	REQUIRE_URING=1 $(CARGO) test --workspace --release $(EXTRA_CARGO_ARGS)
 	$(MAKE) sim
+	$(MAKE) crash CYCLES=20
+	$(MAKE) fuzz-smoke
 
 ## Seeded crash simulation of the engine: SEEDS=N seeds (default 2000); SEED=n replays one.
 sim: deps
 	RINGLOG_SIM_SEEDS=$(SEEDS) $(if $(SEED),RINGLOG_SIM_SEED=$(SEED)) \
 	  $(CARGO) test -p engine --release $(EXTRA_CARGO_ARGS) -- tests::simulation --nocapture
+
+## Real crash loop: CYCLES (default 200) x {serve, writes --verify-log, SIGKILL, restart, reads}; 0 entries lost or it fails.
+crash: build
+	scripts/crash_loop.sh $(RELEASE) $(CRASH_DIR) $(CYCLES)
 
 ## The physical floor alone: QD1 O_DIRECT 4 KiB write + linked fdatasync (a 1 KiB entry commits one 4 KiB sector).
 bench-disk: build

@@ -1175,6 +1175,15 @@ impl<D: Disk> Journal<D> {
         self.poisoned
     }
 
+    /// Makes the next `submit` retry creating a segment now if the journal is read-only,
+    /// instead of after `SEGMENT_RETRY_INTERVAL_SUBMITS` submits: the server calls this on
+    /// its clock, so an idle read-only shard notices returned space within a tick.
+    pub fn segment_retry_now(&mut self) {
+        if self.read_only {
+            self.submits_since_create_failure = SEGMENT_RETRY_INTERVAL_SUBMITS;
+        }
+    }
+
     /// True while no segment can be created (disk full): adds get `ReadOnly`.
     #[must_use]
     pub fn is_read_only(&self) -> bool {

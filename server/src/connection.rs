@@ -131,7 +131,8 @@ impl Client {
     /// True when another request may be accepted.
     #[must_use]
     pub fn has_room(&self) -> bool {
-        self.in_flight() < self.pending_max && self.out.len() < crate::limits::OUTPUT_BYTES_MAX
+        self.in_flight() < self.pending_max
+            && self.out.len() < crate::limits::OUTPUT_BYTES_READ_PAUSE
     }
 
     /// True when nothing is in flight and nothing waits to be sent.

@@ -95,12 +95,33 @@ impl std::fmt::Display for RunError {
 
 impl std::error::Error for RunError {}
 
+/// Raises the open-files limit as far as the hard limit allows and warns when even that is
+/// below what `connections_max` per shard needs: connections past it are refused by the
+/// kernel's accept (EMFILE), not by ringlog's own limit.
+fn open_files_check(config: &Config) {
+    // Journal files, listeners, eventfds, the ring: a few dozen per shard at most.
+    const DESCRIPTORS_PER_SHARD_BESIDES_CONNECTIONS: u64 = 64;
+    let shards = u64::try_from(config.shards()).expect("at most SHARDS_MAX");
+    let connections = u64::try_from(config.connections_max).expect("at most CONNECTIONS_MAX_LIMIT");
+    let needed = shards * (connections + DESCRIPTORS_PER_SHARD_BESIDES_CONNECTIONS);
+    match engine::uring::Socket::open_files_limit_raise() {
+        Ok(limit) if limit >= needed => {}
+        Ok(limit) => eprintln!(
+            "ringlog: warning: the open-files limit is {limit}, below the {needed} that \
+             {shards} shards x --connections-max {connections} need; raise it (ulimit -n, \
+             LimitNOFILE=) or lower --connections-max"
+        ),
+        Err(error) => eprintln!("ringlog: warning: cannot read the open-files limit: {error}"),
+    }
+}
+
 /// Runs the server until SIGINT/SIGTERM or a poisoned journal; prints the startup lines, the
 /// "ringlog listening on ADDR with N shards" line once every shard accepts, and the shutdown
 /// summary.
 pub fn run(config: Config) -> Result<Outcome, RunError> {
     engine::uring::Ring::probe().map_err(RunError::Uring)?;
     let shutdown = engine::uring::Socket::install_shutdown_signals().map_err(RunError::Signals)?;
+    open_files_check(&config);
     std::fs::create_dir_all(&config.data_dir).map_err(|error| RunError::DataDir {
         path: config.data_dir.clone(),
         error,

@@ -50,8 +50,14 @@ pub const RECV_BUFFER_SIZE_INITIAL: usize = 256 * 1024;
 /// Send buffer per connection: the one in flight. Responses wait in the connection's output
 /// vector (the one filling) and leave in chunks of at most this size.
 pub const SEND_BUFFER_SIZE: usize = 256 * 1024;
-/// Unsent response bytes per connection above which the server stops reading its socket.
-/// Larger than one full batch read response, so a single batch never trips it alone.
+/// Unsent response bytes per connection above which the server stops reading its socket
+/// (TCP backpressure on a client that reads its responses slower than it sends requests).
+/// Four send buffers: a client that reads at all drains it within a few loop turns, while a
+/// client that never reads is held to about 37,000 add responses instead of the 600,000 the
+/// 16 MiB ceiling alone would let it journal before it stalls.
+pub const OUTPUT_BYTES_READ_PAUSE: usize = 4 * SEND_BUFFER_SIZE;
+/// Ceiling on the unsent bytes a connection can reach from requests already accepted when
+/// the pause starts: the pause plus one full batch read response plus one largest entry.
 pub const OUTPUT_BYTES_MAX: usize = 16 * 1024 * 1024;
 
 /// Requests a shard may hold at once on behalf of each other shard (forwarded to it because it
@@ -95,7 +101,9 @@ const _: () = assert!(FRAME_SIZE_MAX_MIN <= FRAME_SIZE_MAX_LIMIT);
 const _: () = assert!(RECV_BUFFER_SIZE_INITIAL <= FRAME_SIZE_MAX_MIN as usize);
 // A whole batch response (the limit, or one largest entry past it) fits under the output cap,
 // so a lone batch never stops the socket.
-const _: () = assert!(BATCH_READ_BYTES_MAX + RECORD_PAYLOAD_SIZE_MAX <= OUTPUT_BYTES_MAX);
+const _: () = assert!(
+    OUTPUT_BYTES_READ_PAUSE + BATCH_READ_BYTES_MAX + RECORD_PAYLOAD_SIZE_MAX <= OUTPUT_BYTES_MAX
+);
 const _: () = assert!(CONNECTIONS_MAX_DEFAULT <= CONNECTIONS_MAX_LIMIT);
 const _: () = assert!(REQUESTS_IN_FLIGHT_MAX_DEFAULT <= REQUESTS_IN_FLIGHT_MAX_LIMIT);
 const _: () = assert!(PEER_REQUESTS_IN_FLIGHT_MAX <= REQUESTS_IN_FLIGHT_MAX_LIMIT);

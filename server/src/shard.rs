@@ -272,6 +272,8 @@ struct Shard {
     stopping: bool,
     drained: bool,
     poison_reported: bool,
+    /// The read-only state last printed (disk full), so each transition is printed once.
+    read_only_reported: bool,
     mail_retry: bool,
     tick_last: Instant,
 }
@@ -387,6 +389,7 @@ impl Shard {
             stopping: false,
             drained: false,
             poison_reported: false,
+            read_only_reported: false,
             mail_retry: false,
             tick_last: Instant::now(),
             config,
@@ -1250,6 +1253,7 @@ impl Shard {
             return;
         }
         self.tick_last = now;
+        self.read_only_check();
         let timeout = self.config.idle_timeout;
         for &index in &self.connections_active {
             let connection = self.connections[index as usize]
@@ -1264,6 +1268,29 @@ impl Shard {
             if (quiet || connection.send_armed) && silent && !connection.closing {
                 connection.closing = true;
                 self.context.stats.connections_idle += 1;
+            }
+        }
+    }
+
+    /// Disk full: the journal refuses adds (EREADONLY) while it cannot create a segment.
+    /// Retried every tick, so the shard is writable again within one tick of space returning;
+    /// both transitions are printed for the operator.
+    fn read_only_check(&mut self) {
+        let read_only = self.context.journal.is_read_only();
+        if read_only {
+            self.context.journal.segment_retry_now();
+        }
+        if read_only != self.read_only_reported {
+            self.read_only_reported = read_only;
+            if read_only {
+                eprintln!(
+                    "ringlog: shard {}: read-only: cannot create a journal segment (disk full?); \
+                     adds get EREADONLY, reads go on, creation is retried every {} ms",
+                    self.id,
+                    limits::LOOP_WAIT_MS_MAX
+                );
+            } else {
+                eprintln!("ringlog: shard {}: writable again", self.id);
             }
         }
     }

@@ -334,6 +334,28 @@ impl Socket {
         Ok(&SHUTDOWN_REQUESTED)
     }
 
+    /// Raises the soft limit on open files to the hard limit and returns the new soft limit:
+    /// every connection is a descriptor, and the common soft default of 1024 is below a
+    /// single shard's `connections_max`.
+    pub fn open_files_limit_raise() -> io::Result<u64> {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: `limit` is valid writable memory for one rlimit.
+        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if limit.rlim_cur < limit.rlim_max {
+            limit.rlim_cur = limit.rlim_max;
+            // SAFETY: sets the soft limit to the process's own hard limit, always allowed.
+            if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        Ok(limit.rlim_cur)
+    }
+
     /// Voluntary and involuntary context switches of the calling thread (getrusage).
     #[must_use]
     pub fn thread_context_switches() -> (u64, u64) {

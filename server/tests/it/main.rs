@@ -9,9 +9,11 @@
 mod backpressure;
 mod config;
 mod cross_shard;
+mod disk_full;
 mod durability;
 mod fencing;
 mod hostile;
+mod hostile_load;
 mod large;
 mod startup;
 mod support;

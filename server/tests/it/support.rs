@@ -187,6 +187,10 @@ impl Server {
         Client::connect(self.address)
     }
 
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// SIGKILL: no shutdown path runs at all.
     pub fn kill(mut self) -> Exited {
         self.child.kill().unwrap();
@@ -282,7 +286,10 @@ pub struct Client {
 
 impl Client {
     pub fn connect(address: SocketAddr) -> Client {
-        let stream = TcpStream::connect(address).unwrap();
+        Client::from_stream(TcpStream::connect(address).unwrap())
+    }
+
+    pub fn from_stream(stream: TcpStream) -> Client {
         stream.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
         stream.set_nodelay(true).unwrap();
         Client {

@@ -1,0 +1,147 @@
+//! Disk full (issue 5, reliability.md S7): when the journal cannot get a new segment the
+//! shard goes read-only (adds get EREADONLY, reads keep working) and becomes writable again
+//! once space returns. Runs on a small ext4 file system of its own, loop-mounted.
+
+use crate::support::{uring_available, Reply, Server, TestDir, KEY};
+use server::protocol::{self, code};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const LEDGER: i64 = 6_160_000;
+const ENTRY_PAYLOAD_SIZE: usize = 64 * 1024;
+/// 48 MiB image: about 37 MiB free after mkfs.
+const IMAGE_SIZE: &str = "48M";
+/// Leaves about 14 MiB: the open segment, the spare made at open and one more prepared
+/// segment of 4 MiB fit; the next does not.
+const FILLER_SIZE: &str = "23M";
+
+/// A loop-mounted ext4 file system, unmounted on drop.
+struct Mount {
+    point: PathBuf,
+}
+
+impl Mount {
+    fn new(dir: &Path) -> Result<Mount, String> {
+        let image = dir.join("fs.img");
+        let point = dir.join("mnt");
+        std::fs::create_dir_all(&point).unwrap();
+        let run = |program: &str, args: &[&str]| -> Result<(), String> {
+            let output = Command::new(program)
+                .args(args)
+                .output()
+                .map_err(|error| format!("{program}: {error}"))?;
+            if output.status.success() {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{program} {args:?}: {}",
+                    String::from_utf8_lossy(&output.stderr).trim()
+                ))
+            }
+        };
+        let image_arg = image.to_str().unwrap();
+        run("truncate", &["-s", IMAGE_SIZE, image_arg])?;
+        run("mkfs.ext4", &["-q", "-F", image_arg])?;
+        run("mount", &["-o", "loop", image_arg, point.to_str().unwrap()])?;
+        Ok(Mount { point })
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.point).status();
+    }
+}
+
+fn entry_body(entry: i64) -> Vec<u8> {
+    let payload: Vec<u8> = (0..ENTRY_PAYLOAD_SIZE)
+        .map(|i| u8::try_from((i + usize::try_from(entry).unwrap()) % 251).unwrap())
+        .collect();
+    let mut out = Vec::new();
+    protocol::encode_entry_body_crc32c(&mut out, LEDGER, entry, entry - 1, 0, &payload);
+    out
+}
+
+fn add(client: &mut crate::support::Client, entry: i64) -> i32 {
+    let mut frame = Vec::new();
+    protocol::encode_add_request(&mut frame, 0, &KEY, &entry_body(entry));
+    client.send(&frame);
+    match client.recv() {
+        Reply::Add { code, .. } => code,
+        other => panic!("add {entry}: {other:?}"),
+    }
+}
+
+#[test]
+fn a_full_disk_makes_the_shard_read_only_until_space_returns() {
+    if !uring_available() {
+        return;
+    }
+    let dir = TestDir::new("disk-full");
+    let mount = match Mount::new(&dir.0) {
+        Ok(mount) => mount,
+        Err(reason) => {
+            let required = std::env::var_os("CI").is_some_and(|value| !value.is_empty())
+                || std::env::var_os("REQUIRE_URING").is_some_and(|value| !value.is_empty());
+            assert!(!required, "cannot mount a small file system: {reason}");
+            println!("SKIP disk_full: cannot mount a small file system: {reason}");
+            return;
+        }
+    };
+    let filler = mount.point.join("filler");
+    let status = Command::new("fallocate")
+        .args(["-l", FILLER_SIZE, filler.to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let data = mount.point.join("data");
+    let server = Server::start(&data, 1, &["--segment-size", "4194304"]);
+    let mut client = server.connect();
+
+    let mut acked = 0i64;
+    let read_only = loop {
+        let status = add(&mut client, acked);
+        if status != code::EOK {
+            break status;
+        }
+        acked += 1;
+        assert!(acked < 1_000, "never ran out of space");
+    };
+    assert_eq!(read_only, code::EREADONLY, "after {acked} adds");
+    assert!(acked > 0);
+    // Reads keep working, and every acked entry is intact.
+    let mut reader = server.connect();
+    for entry in 0..acked {
+        let (status, _, body) = reader.read(0, LEDGER, entry, None);
+        assert_eq!(status, code::EOK, "read {entry}");
+        assert!(body == entry_body(entry), "entry {entry} differs");
+    }
+    // Still read-only while nothing changed.
+    assert_eq!(add(&mut client, acked), code::EREADONLY);
+
+    std::fs::remove_file(&filler).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let status = add(&mut client, acked);
+        if status == code::EOK {
+            break;
+        }
+        assert_eq!(status, code::EREADONLY);
+        assert!(
+            Instant::now() < deadline,
+            "still read-only 10 s after space returned"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (status, _, body) = reader.read(0, LEDGER, acked, None);
+    assert_eq!(status, code::EOK);
+    assert!(body == entry_body(acked));
+
+    let exited = server.terminate();
+    assert_eq!(exited.status.code(), Some(0), "{:?}", exited.stderr);
+    let stderr = exited.stderr.join("\n");
+    assert!(stderr.contains("read-only"), "{stderr}");
+    assert!(stderr.contains("writable again"), "{stderr}");
+    drop(mount);
+}
