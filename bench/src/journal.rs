@@ -34,9 +34,15 @@ pub struct JournalArgs {
     /// Segment size in bytes. Default: 1 GiB.
     #[arg(long, default_value_t = 1024 * 1024 * 1024)]
     pub segment_size: u64,
-    /// Leave new segments as unwritten extents instead of zero-filling them.
-    #[arg(long)]
-    pub no_zero_fill: bool,
+    /// Zero-fill each new segment before use (`true`), or leave it as fallocated, unwritten
+    /// extents (`false`), as `ringlog serve --segment-zero-fill`. Unwritten extents make each
+    /// commit's fdatasync also commit the extent conversion. Default: the server's default.
+    #[arg(long, default_value_t = engine::config::SEGMENT_ZERO_FILL_DEFAULT, action = clap::ArgAction::Set)]
+    pub segment_zero_fill: bool,
+    /// Zero ahead of the write head while the journal is not busy, as `ringlog serve
+    /// --zero-ahead`. Default: true.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub zero_ahead: bool,
     /// Write the report as one JSON object to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -79,6 +85,8 @@ fn measure(args: &JournalArgs, dir: &std::path::Path) -> Result<Report, String> 
     let config = Config {
         segment_size: args.segment_size,
         commits_in_flight_max: args.commits_in_flight,
+        segment_zero_fill: args.segment_zero_fill,
+        zero_ahead: args.zero_ahead,
         sync_mode: if args.dsync {
             SyncMode::Dsync
         } else {

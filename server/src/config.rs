@@ -95,6 +95,12 @@ pub struct ServeArgs {
     /// measured here. Default: false.
     #[arg(long, value_name = "BOOL")]
     pub segment_zero_fill: Option<bool>,
+    /// While a shard's journal is not busy, write zeros ahead of its write head (one 1 MiB
+    /// chunk at a time, up to 32 MiB ahead), so commits land on written blocks and their
+    /// fdatasync has no extent conversion to journal. Pauses whenever every commit slot is
+    /// busy. Ignored with --segment-zero-fill true. Default: true.
+    #[arg(long, value_name = "BOOL")]
+    pub zero_ahead: Option<bool>,
     /// Close a connection after this many milliseconds without traffic and with nothing in
     /// flight, like Kafka's connections.max.idle.ms. 100 to 604800000. Default: 600000.
     #[arg(long, value_name = "MS")]
@@ -235,6 +241,7 @@ impl ServeArgs {
             connections_max: self.connections_max.or(file.connections_max),
             direct_io: self.direct_io.or(file.direct_io),
             segment_zero_fill: self.segment_zero_fill.or(file.segment_zero_fill),
+            zero_ahead: self.zero_ahead.or(file.zero_ahead),
             idle_timeout_ms: self.idle_timeout_ms.or(file.idle_timeout_ms),
             requests_in_flight_max: self.requests_in_flight_max.or(file.requests_in_flight_max),
             frames_per_turn_max: self.frames_per_turn_max.or(file.frames_per_turn_max),
@@ -265,6 +272,9 @@ impl ServeArgs {
             segment_zero_fill: self
                 .segment_zero_fill
                 .unwrap_or(engine::config::SEGMENT_ZERO_FILL_DEFAULT),
+            zero_ahead: self
+                .zero_ahead
+                .unwrap_or(engine::Config::default().zero_ahead),
             ..engine::Config::default()
         };
         journal.validate().map_err(ConfigError::Journal)?;
