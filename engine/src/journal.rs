@@ -1142,8 +1142,7 @@ impl<D: Disk> Journal<D> {
         if !self.zero_ahead_enabled || self.zero_in_flight.is_some() || self.poisoned {
             return;
         }
-        let in_flight = self.order.len() - usize::from(self.staging.is_some());
-        if in_flight >= self.in_flight_max() {
+        if self.commit_slots_full() {
             return;
         }
         if self.zero_frontier_segment != self.segment_active {
@@ -1296,6 +1295,13 @@ impl<D: Disk> Journal<D> {
     #[must_use]
     pub fn is_idle(&self) -> bool {
         self.order.is_empty() && self.zero_in_flight.is_none()
+    }
+
+    /// True when every commit slot is in flight: nothing staged now can be submitted before
+    /// a commit completes.
+    #[must_use]
+    pub fn commit_slots_full(&self) -> bool {
+        self.order.len() - usize::from(self.staging.is_some()) >= self.in_flight_max()
     }
 
     /// Records staged and not yet submitted.
