@@ -19,6 +19,11 @@ use crate::index::{Index, Ledger, Slot};
 use crate::record::{self, RecordHeader, RecordKind};
 use crate::stdx::{align_up, to_u64, to_usize};
 use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+fn duration_us(duration: Duration) -> u64 {
+    u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
+}
 
 /// Entry id of the ledger-key meta record (BookKeeper's METAENTRY_ID_LEDGER_KEY).
 pub const ENTRY_ID_LEDGER_KEY: EntryId = EntryId(-0x1000);
@@ -136,6 +141,12 @@ pub struct Stats {
     pub read_checksum_failures: u64,
     /// Torn tails truncated at open.
     pub torn_tail_truncations: u64,
+    /// Sum over submitted commits of the time from opening the commit for staging to
+    /// submitting it (staging, then waiting for a free commit slot), in microseconds.
+    pub commit_staging_us_total: u64,
+    /// Sum over durable commits of the time from submission to durable (write, fdatasync,
+    /// and waiting for earlier commits), in microseconds.
+    pub commit_io_us_total: u64,
     /// Bytes of the active segment zeroed ahead of the write head.
     pub zero_ahead_bytes: u64,
     /// Commits held back one turn because they reached into a zero-ahead write in flight.
@@ -175,6 +186,10 @@ struct Commit {
     written: bool,
     synced: bool,
     written_reported: bool,
+    /// When the commit was opened for staging and when it was submitted: stage timing for
+    /// `Stats` only, never used for a decision (the simulation stays deterministic).
+    opened_at: Option<Instant>,
+    submitted_at: Option<Instant>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -331,6 +346,8 @@ impl<D: Disk> Journal<D> {
                 written: false,
                 synced: false,
                 written_reported: false,
+                opened_at: None,
+                submitted_at: None,
             })
             .collect();
         let events_max = (config.commits_in_flight_max + 1) * BATCH_RECORDS_MAX;
@@ -669,6 +686,8 @@ impl<D: Disk> Journal<D> {
         commit.written = false;
         commit.synced = false;
         commit.written_reported = false;
+        commit.opened_at = Some(Instant::now());
+        commit.submitted_at = None;
         self.order.push_back(slot);
         self.staging = Some(slot);
         Ok(())
@@ -764,6 +783,11 @@ impl<D: Disk> Journal<D> {
         }
         let commit = &mut self.commits[slot];
         commit.state = CommitState::InFlight;
+        let now = Instant::now();
+        commit.submitted_at = Some(now);
+        if let Some(opened_at) = commit.opened_at {
+            self.stats.commit_staging_us_total += duration_us(now - opened_at);
+        }
         self.position_next = position + to_u64(aligned);
         self.staging = None;
         self.stats.commits += 1;
@@ -844,6 +868,9 @@ impl<D: Disk> Journal<D> {
 
     fn commit_durable(&mut self, slot: usize) {
         let commit = &mut self.commits[slot];
+        if let Some(submitted_at) = commit.submitted_at {
+            self.stats.commit_io_us_total += duration_us(submitted_at.elapsed());
+        }
         for staged in &commit.records {
             match staged.kind {
                 RecordKind::Entry => {

@@ -371,6 +371,8 @@ pub struct Connection {
     pub cancel_submitted: bool,
     /// Last traffic in either direction, for the idle timeout.
     pub active_last: Instant,
+    /// When the last recv completed with bytes: the start of the receive → staged stage.
+    pub received_at: Instant,
 }
 
 impl Connection {

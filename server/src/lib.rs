@@ -301,6 +301,14 @@ fn abort(
     }
 }
 
+/// `total / count`, 0 for no samples.
+fn average(total: u64, count: u64) -> f64 {
+    // Lossy casts are fine for printed averages.
+    #[allow(clippy::cast_precision_loss)]
+    let average = total as f64 / count.max(1) as f64;
+    average
+}
+
 /// One line per shard, `key=value` pairs so scripts can pick numbers out.
 #[must_use]
 pub fn summary_line(report: &ShardReport) -> String {
@@ -314,7 +322,8 @@ pub fn summary_line(report: &ShardReport) -> String {
          connections_invalid={} connections_idle={} adds={} reads={} commits={} \
          entries_per_commit={:.1} forwarded={} forwarded_served={} \
          context_switches_voluntary={} context_switches_voluntary_per_commit={:.2} \
-         context_switches_involuntary={} turns={} waits={} | journal records={} \
+         context_switches_involuntary={} turns={} waits={} received_to_handled_us_avg={:.1} \
+         commit_staging_us_avg={:.1} commit_io_us_avg={:.1} | journal records={} \
          entries_durable={} bytes_written={} staging_full={} segments_created={} \
          segment_create_failures={} reads_cached={} reads_disk={} read_checksum_failures={} \
          torn_tail_truncations={}",
@@ -335,6 +344,9 @@ pub fn summary_line(report: &ShardReport) -> String {
         report.context_switches_involuntary,
         stats.turns,
         stats.waits,
+        average(stats.received_to_handled_us_total, stats.requests_handled),
+        average(journal.commit_staging_us_total, journal.commits),
+        average(journal.commit_io_us_total, journal.commits_durable),
         journal.records,
         journal.entries_durable,
         journal.bytes_written,

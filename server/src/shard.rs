@@ -145,6 +145,11 @@ pub struct ShardStats {
     pub turns: u64,
     /// Turns that slept in the kernel.
     pub waits: u64,
+    /// Requests decoded and handled (staged, answered or forwarded) from connections.
+    pub requests_handled: u64,
+    /// Sum over those requests of the time from their recv's completion to their handling,
+    /// in microseconds: the receive → staged stage.
+    pub received_to_handled_us_total: u64,
 }
 
 /// What a shard hands back when it exits.
@@ -578,6 +583,7 @@ impl Shard {
             closing: false,
             cancel_submitted: false,
             active_last: Instant::now(),
+            received_at: Instant::now(),
         };
         self.connections[index as usize] = Some(connection);
         self.connections_active.push(index);
@@ -604,7 +610,9 @@ impl Shard {
             Ok(count) => {
                 connection.recv_filled += count;
                 connection.decode_wanted = true;
-                connection.active_last = Instant::now();
+                let now = Instant::now();
+                connection.active_last = now;
+                connection.received_at = now;
             }
             // Reset by the peer, or cancelled.
             Err(_) => connection.closing = true,
@@ -868,6 +876,13 @@ impl Shard {
                 Err(_) => break DecodeEnd::Invalid,
             }
         };
+        if frames > 0 {
+            let waited = connection.received_at.elapsed();
+            let waited_us = u64::try_from(waited.as_micros()).unwrap_or(u64::MAX);
+            let frames = u64::try_from(frames).expect("usize fits u64");
+            self.context.stats.received_to_handled_us_total += waited_us.saturating_mul(frames);
+            self.context.stats.requests_handled += frames;
+        }
         if offset > 0 {
             // Adds were copied into the journal's staging buffer, so consumed bytes can go.
             self.net
