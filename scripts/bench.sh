@@ -39,6 +39,10 @@ echo "== seed workload: 1 KiB, 50 ledgers, throttle 20000, sync"
 "$release/ringlog-bench" writes --target "127.0.0.1:$port" --entry-size 1024 --ledgers 50 \
   --throttle 20000 --seconds "$seconds" --json "$run/seed.json"
 
+# Peak RSS and CPU time of the whole server run (both workloads), read before it exits.
+hwm_kib=$(awk '/^VmHWM:/ {print $2}' "/proc/$server_pid/status")
+cpu_ticks=$(awk '{print $14 + $15}' "/proc/$server_pid/stat")
+echo "== server: peak RSS $((hwm_kib / 1024)) MiB, CPU $(awk -v t="$cpu_ticks" -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "%.2f", t / hz}') s (user+system, both workloads)"
 kill -TERM "$server_pid"
 wait "$server_pid" || echo "server exited with status $?" >&2
 server_pid=
