@@ -15,3 +15,4 @@ mod hostile;
 mod large;
 mod startup;
 mod support;
+mod v3;
