@@ -591,15 +591,39 @@ fn v3_requests_for_other_shards_ledgers() {
         let lac = client.call(&read_lac).read_lac_response.unwrap();
         assert_eq!(lac.last_entry_body.as_deref(), Some(&body(ledger, 8)[..]));
     }
+    // Long polls from every connection park on the owner shard (forwarded ones on behalf of
+    // their origin) and all wake on one add that moves the LAC from 7 to 8.
+    let mut polls = Vec::new();
+    for client in &mut clients {
+        let mut poll = client.read_request(ledger, -1);
+        let read_request = poll.read_request.as_mut().unwrap();
+        read_request.previous_lac = Some(7);
+        read_request.time_out = Some(10_000);
+        client.send(&poll);
+        polls.push(poll);
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let mut writer = V3Client::connect(server.address);
+    let started = Instant::now();
+    assert_eq!(writer.add(ledger, 9, &KEY, None), OK);
+    for (client, poll) in clients.iter_mut().zip(&polls) {
+        let response = client.recv();
+        check_header(poll, &response);
+        let read = response.read_response.unwrap();
+        assert_eq!((read.status, read.max_lac), (OK, Some(8)));
+        assert_eq!(read.body.as_deref(), Some(&body(ledger, 9)[..]));
+    }
+    assert!(started.elapsed() < Duration::from_secs(5));
     let mut fence = clients[7].read_request(ledger, -1);
     let read_request = fence.read_request.as_mut().unwrap();
     read_request.flag = Some(v3::READ_FLAG_FENCE_LEDGER);
     read_request.master_key = Some(KEY.to_vec());
     assert_eq!(clients[7].read(&fence).status, OK);
     for client in &mut clients {
-        assert_eq!(client.add(ledger, 9, &KEY, None), Status::Efenced as i32);
+        assert_eq!(client.add(ledger, 10, &KEY, None), Status::Efenced as i32);
     }
     drop(clients);
+    drop(writer);
     let exited = server.terminate();
     assert_eq!(exited.status.code(), Some(0));
     assert!(
