@@ -497,6 +497,8 @@ pub struct Context {
     pub read_retry: VecDeque<u64>,
     /// v3 long-poll reads waiting for the LAC to advance (at most `PARKED_READS_MAX`).
     pub parked: Vec<v3::Parked>,
+    /// The earliest deadline in `parked`: the loop sleeps no longer than until then.
+    pub parked_deadline_next: Option<Instant>,
     /// The data directory (GET_BOOKIE_INFO reports its file system's capacity).
     pub data_dir: std::path::PathBuf,
     /// Largest request frame, length prefix included.

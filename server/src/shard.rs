@@ -326,6 +326,7 @@ impl Shard {
             wake: vec![false; shards],
             read_retry: VecDeque::with_capacity(limits::READ_RETRY_QUEUE_MAX),
             parked: Vec::with_capacity(limits::PARKED_READS_MAX),
+            parked_deadline_next: None,
             data_dir: config.data_dir.clone(),
             frame_size_max: config.frame_size_max,
             stats: ShardStats::default(),
@@ -478,10 +479,13 @@ impl Shard {
         } else {
             limits::LOOP_WAIT_MS_MAX
         };
-        let result = self
-            .ring
-            .borrow_mut()
-            .submit_and_wait_timeout(Duration::from_millis(wait_ms));
+        let mut wait = Duration::from_millis(wait_ms);
+        // Wake for the earliest long-poll deadline (at least 1 ms, so the loop cannot spin).
+        if let Some(next) = self.context.parked_deadline_next {
+            let until = next.saturating_duration_since(Instant::now());
+            wait = wait.min(until.max(Duration::from_millis(1)));
+        }
+        let result = self.ring.borrow_mut().submit_and_wait_timeout(wait);
         if let Err(error) = result {
             // The ring is this shard's only way to the disk and the network.
             eprintln!(
@@ -731,12 +735,22 @@ impl Shard {
     }
 
     /// Serves the parked long polls that are due (LAC passed, fenced, timed out, stopping) and
-    /// drops those whose client is gone. Runs when the LAC may have moved, and every tick.
+    /// drops those whose client is gone. Runs when the LAC may have moved, when the earliest
+    /// deadline has passed (the loop's sleep ends there), and every tick.
     fn parked_advance(&mut self) {
-        if !std::mem::take(&mut self.parked_check) || self.context.parked.is_empty() {
+        let now = Instant::now();
+        let deadline_passed = self
+            .context
+            .parked_deadline_next
+            .is_some_and(|next| now >= next);
+        let check = std::mem::take(&mut self.parked_check) || deadline_passed;
+        if self.context.parked.is_empty() {
+            self.context.parked_deadline_next = None;
             return;
         }
-        let now = Instant::now();
+        if !check {
+            return;
+        }
         let connections_max = self.config.connections_max;
         let mut parked = std::mem::take(&mut self.context.parked);
         let mut position = 0;
@@ -767,6 +781,7 @@ impl Shard {
             self.context.parked.is_empty(),
             "serving a read parks nothing"
         );
+        self.context.parked_deadline_next = parked.iter().map(|entry| entry.deadline).min();
         self.context.parked = parked;
     }
 

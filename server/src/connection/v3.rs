@@ -231,11 +231,16 @@ fn long_poll_begin(
         context.parked.len() < context.parked.capacity(),
         "parked is preallocated"
     );
+    let deadline = Instant::now() + time_out;
     context.parked.push(Parked {
         token: token.encode(),
-        deadline: Instant::now() + time_out,
+        deadline,
         previous_lac,
     });
+    let next = context
+        .parked_deadline_next
+        .map_or(deadline, |next| next.min(deadline));
+    context.parked_deadline_next = Some(next);
     client.pending_op_set(token.slot, PendingOp::Parked);
 }
 
