@@ -497,8 +497,22 @@ fn v3_bookie_info_list_auth_and_errors() {
     assert_eq!(response.status, Status::Ebadversion as i32);
     let request = client.read_request(ledger + 1, 0);
     assert_eq!(client.read(&request).status, Status::Enoledger as i32);
+    // Unknown fields (here a varint field 90 after the sub-request) are skipped.
+    let add = client.add_request(ledger, 6, &KEY, None);
+    let mut message = add.encode_to_vec();
+    message.extend_from_slice(&[0xD0, 0x05, 0x2A]);
+    let mut frame = u32::try_from(message.len()).unwrap().to_be_bytes().to_vec();
+    frame.extend_from_slice(&message);
+    client.send_raw(&frame);
+    let response = client.recv();
+    check_header(&add, &response);
+    assert_eq!(response.status, OK);
     // A malformed v3 frame closes the connection, as a failed parse does in Java.
     client.send_raw(&[0, 0, 0, 3, 0x0A, 0x05, 0x08]);
+    assert!(client.try_recv_any().is_none());
+    // So does a v3 frame over the frame limit, on its length prefix alone.
+    let mut client = V3Client::connect(server.address);
+    client.send_raw(&[0x7F, 0xFF, 0xFF, 0xFF, 0x0A]);
     assert!(client.try_recv_any().is_none());
 }
 
