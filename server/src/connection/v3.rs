@@ -4,7 +4,18 @@
 //! GET_LIST_OF_ENTRIES_OF_LEDGER.
 //!
 //! Requests for a ledger another shard owns are forwarded as raw frames, exactly like v2
-//! (`forward`); the owner answers in v3 because the frame says so.
+//! (`forward`); the owner answers in v3 because the frame says so. GET_BOOKIE_INFO and AUTH
+//! need no ledger and are answered where they arrive.
+//!
+//! Deliberate simplifications, each a valid answer for the Java client:
+//! - `priority` is parsed and not acted on, like v2's FLAG_HIGH_PRIORITY: the engine is
+//!   read-only only when no segment can be created, and then nothing can be written anyway.
+//! - `lacUpdateTimestamp` (piggyback) is the reply's time: no per-ledger LAC time is kept.
+//! - A master key that is not 20 bytes is EUA (every real key is a SHA-1).
+//! - READ_LAC runs one at a time per client (its explicit-LAC body waits in the client), and
+//!   copies both bodies into the prost reply: it is rare, unlike READ.
+//! - A long poll waits at most `LONG_POLL_TIMEOUT_MS_MAX`, and is answered at once when
+//!   `PARKED_READS_MAX` polls are parked already.
 
 use super::{
     add_error_code, add_stage, forward, read_begin, read_error_code, read_retry_push, read_start,
