@@ -67,6 +67,8 @@ pub enum ReadTarget {
     Entry(EntryId),
     /// The highest entry stored for the ledger (BookKeeper's entry -1).
     Last,
+    /// The ledger's durable explicit-LAC body (v3 READ_LAC); `NoEntry` if none was written.
+    ExplicitLac,
 }
 
 /// A read waiting for or holding its disk data.
@@ -214,6 +216,7 @@ struct Read {
     token: u64,
     ledger: LedgerId,
     entry: EntryId,
+    kind: RecordKind,
     location: Location,
     payload_size: u32,
     buffer: BufferId,
@@ -323,6 +326,7 @@ impl<D: Disk> Journal<D> {
                 token: 0,
                 ledger: LedgerId(0),
                 entry: EntryId(0),
+                kind: RecordKind::Entry,
                 location: Location {
                     segment: SegmentId(0),
                     position: Position(0),
@@ -965,20 +969,31 @@ impl<D: Disk> Journal<D> {
         target: ReadTarget,
     ) -> Result<ReadOutcome<'_>, ReadError> {
         let state = self.index.ledger(ledger).ok_or(ReadError::NoLedger)?;
-        let entry = match target {
-            ReadTarget::Entry(entry) => entry,
+        let (entry, kind) = match target {
+            ReadTarget::Entry(entry) => (entry, RecordKind::Entry),
             ReadTarget::Last if state.entry_last < 0 => return Err(ReadError::NoEntry),
-            ReadTarget::Last => EntryId(state.entry_last),
+            ReadTarget::Last => (EntryId(state.entry_last), RecordKind::Entry),
+            ReadTarget::ExplicitLac => (ENTRY_ID_EXPLICIT_LAC, RecordKind::ExplicitLac),
         };
-        let slot = state.slot(entry).ok_or(ReadError::NoEntry)?;
+        let slot = match target {
+            ReadTarget::ExplicitLac => state.explicit_lac,
+            ReadTarget::Entry(_) | ReadTarget::Last => state.slot(entry),
+        };
+        let slot = slot.ok_or(ReadError::NoEntry)?;
         let location = slot.location();
+        let expected = Expected {
+            kind,
+            ledger,
+            entry,
+            location,
+        };
         if let Some(cached) = self.cached_record(location, slot.payload_size()) {
-            if verify(cached, ledger, entry, location).is_some() {
+            if verify(cached, expected).is_some() {
                 self.stats.reads_cached += 1;
                 let cached = self
                     .cached_record(location, slot.payload_size())
                     .expect("found");
-                let body = verify(cached, ledger, entry, location).expect("verified");
+                let body = verify(cached, expected).expect("verified");
                 return Ok(ReadOutcome::Ready { entry, body });
             }
         }
@@ -993,6 +1008,7 @@ impl<D: Disk> Journal<D> {
             token,
             ledger,
             entry,
+            kind,
             location,
             payload_size: slot.payload_size(),
             buffer: read.buffer,
@@ -1045,7 +1061,7 @@ impl<D: Disk> Journal<D> {
         let complete = usize::try_from(result).is_ok_and(|count| count >= offset + size);
         let intact = complete && {
             let bytes = &self.disk.buffer(read.buffer)[offset..offset + size];
-            verify(bytes, read.ledger, read.entry, read.location).is_some()
+            verify(bytes, Expected::of(&read)).is_some()
         };
         if !intact {
             self.stats.read_checksum_failures += u64::from(complete);
@@ -1072,7 +1088,7 @@ impl<D: Disk> Journal<D> {
                 let offset = to_usize(read.location.position.0 - read.start);
                 let size = record::record_size(read.payload_size as usize);
                 let bytes = &self.disk.buffer(read.buffer)[offset..offset + size];
-                let body = verify(bytes, read.ledger, read.entry, read.location);
+                let body = verify(bytes, Expected::of(read));
                 Ok((read.entry, body.expect("verified at completion")))
             }
             ReadState::Failed(error) => Err(error),
@@ -1359,13 +1375,34 @@ fn slot_u32(slot: usize) -> u32 {
     u32::try_from(slot).expect("read slots are few")
 }
 
-/// Verifies that `bytes` hold the entry record we expect there and returns its body. Identity
-/// checks catch a misdirected read or write that is internally valid.
-fn verify(bytes: &[u8], ledger: LedgerId, entry: EntryId, location: Location) -> Option<&[u8]> {
+/// The identity of the record a read expects at a location.
+#[derive(Clone, Copy, Debug)]
+struct Expected {
+    kind: RecordKind,
+    ledger: LedgerId,
+    entry: EntryId,
+    location: Location,
+}
+
+impl Expected {
+    fn of(read: &Read) -> Expected {
+        Expected {
+            kind: read.kind,
+            ledger: read.ledger,
+            entry: read.entry,
+            location: read.location,
+        }
+    }
+}
+
+/// Verifies that `bytes` hold the record we expect there (an entry, or an explicit-LAC body)
+/// and returns its payload. Identity checks catch a misdirected read or write that is
+/// internally valid.
+fn verify(bytes: &[u8], expected: Expected) -> Option<&[u8]> {
     let (header, _, payload) = record::decode(bytes).ok()?;
-    let matches = header.kind == RecordKind::Entry
-        && header.ledger == ledger
-        && header.entry == entry
-        && header.location == location;
+    let matches = header.kind == expected.kind
+        && header.ledger == expected.ledger
+        && header.entry == expected.entry
+        && header.location == expected.location;
     matches.then_some(payload)
 }

@@ -29,8 +29,9 @@ type Seeds = Vec<(String, Vec<u8>)>;
 fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");
     let images = segment_images();
-    let targets: [(&str, Seeds); 4] = [
+    let targets: [(&str, Seeds); 5] = [
         ("v2_request", requests()),
+        ("v3_request", v3_requests()),
         ("v2_response", responses()),
         ("record_decode", records(&images)),
         ("recovery_scan", [images, recovery_regressions()].concat()),
@@ -72,6 +73,79 @@ fn entry_body(ledger: i64, entry: i64, payload_size: usize) -> Vec<u8> {
         &payload,
     );
     body
+}
+
+/// One `Request` message (no length prefix) per v3 operation, encoded with prost.
+fn v3_requests() -> Seeds {
+    use prost::Message;
+    use server::protocol::v3::{self, proto, Operation};
+    let request = |operation: Operation| proto::Request {
+        header: proto::BkPacketHeader {
+            version: v3::PROTOCOL_VERSION_THREE,
+            operation: operation as i32,
+            txn_id: 7,
+            priority: Some(1),
+        },
+        ..Default::default()
+    };
+    let mut add = request(Operation::AddEntry);
+    add.add_request = Some(proto::AddRequest {
+        flag: Some(v3::ADD_FLAG_RECOVERY_ADD),
+        ledger_id: 3,
+        entry_id: 0,
+        master_key: KEY.to_vec(),
+        body: entry_body(3, 0, 40),
+        write_flags: Some(v3::WRITE_FLAG_DEFERRED_SYNC),
+    });
+    let mut read = request(Operation::ReadEntry);
+    read.read_request = Some(proto::ReadRequest {
+        flag: Some(v3::READ_FLAG_ENTRY_PIGGYBACK),
+        ledger_id: 3,
+        entry_id: -1,
+        master_key: Some(KEY.to_vec()),
+        previous_lac: Some(1),
+        time_out: Some(1000),
+    });
+    read.request_context.push(proto::ContextPair {
+        key: "k".into(),
+        value: "v".into(),
+    });
+    let mut write_lac = request(Operation::WriteLac);
+    write_lac.write_lac_request = Some(proto::WriteLacRequest {
+        ledger_id: 3,
+        lac: 2,
+        master_key: KEY.to_vec(),
+        body: vec![0; 20],
+    });
+    let mut read_lac = request(Operation::ReadLac);
+    read_lac.read_lac_request = Some(proto::ReadLacRequest { ledger_id: 3 });
+    let mut force = request(Operation::ForceLedger);
+    force.force_ledger_request = Some(proto::ForceLedgerRequest { ledger_id: 3 });
+    let mut list = request(Operation::GetListOfEntriesOfLedger);
+    list.get_list_of_entries_of_ledger_request =
+        Some(proto::GetListOfEntriesOfLedgerRequest { ledger_id: 3 });
+    let mut info = request(Operation::GetBookieInfo);
+    info.get_bookie_info_request = Some(proto::GetBookieInfoRequest { requested: Some(3) });
+    let mut auth = request(Operation::Auth);
+    auth.auth_request = Some(proto::AuthMessage {
+        auth_plugin_name: "AuthDisabledPlugin".into(),
+        payload: Vec::new(),
+    });
+    let seeds = [
+        ("add", add),
+        ("read_piggyback_long_poll", read),
+        ("write_lac", write_lac),
+        ("read_lac", read_lac),
+        ("force_ledger", force),
+        ("list_of_entries", list),
+        ("bookie_info", info),
+        ("auth", auth),
+        ("range_add_unsupported", request(Operation::RangeAddEntry)),
+    ];
+    seeds
+        .into_iter()
+        .map(|(name, message)| (name.to_string(), message.encode_to_vec()))
+        .collect()
 }
 
 fn requests() -> Seeds {

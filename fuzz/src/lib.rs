@@ -10,7 +10,9 @@
 mod record;
 mod recovery;
 mod wire;
+mod wire_v3;
 
 pub use record::record_decode;
 pub use recovery::{recovery_reopen, recovery_scan, segment_image, RECOVERY_SEGMENT_SIZE};
 pub use wire::{v2_request, v2_response};
+pub use wire_v3::v3_request;

@@ -174,18 +174,23 @@ fn disk_with_segment(data: &[u8]) -> SimDisk {
     disk
 }
 
-/// Reads every indexed entry of every ledger, then each ledger's last entry.
+/// Reads every indexed entry of every ledger, then each ledger's last entry and its explicit-LAC
+/// body if it has one.
 fn read_everything(journal: &mut Journal<SimDisk>) {
     let mut ledgers: Vec<LedgerId> = journal.index().ledgers().collect();
     ledgers.sort_unstable();
     for ledger in ledgers {
         let state = journal.ledger(ledger).expect("listed by the index");
         let entries: Vec<EntryId> = state.entries().collect();
+        let explicit_lac = state.explicit_lac.is_some();
         for &entry in &entries {
             read_check(journal, ledger, ReadTarget::Entry(entry));
         }
         if !entries.is_empty() {
             read_check(journal, ledger, ReadTarget::Last);
+        }
+        if explicit_lac {
+            read_check(journal, ledger, ReadTarget::ExplicitLac);
         }
     }
 }
@@ -194,6 +199,7 @@ fn read_check(journal: &mut Journal<SimDisk>, ledger: LedgerId, target: ReadTarg
     let expected = match target {
         ReadTarget::Entry(entry) => entry,
         ReadTarget::Last => EntryId(journal.ledger(ledger).expect("indexed").entry_last),
+        ReadTarget::ExplicitLac => engine::journal::ENTRY_ID_EXPLICIT_LAC,
     };
     match journal.read(READ_TOKEN, ledger, target) {
         Ok(ReadOutcome::Ready { entry, .. }) => {

@@ -10,8 +10,9 @@ use std::path::{Path, PathBuf};
 
 type Target = fn(&[u8]);
 
-const TARGETS: [(&str, Target); 4] = [
+const TARGETS: [(&str, Target); 5] = [
     ("v2_request", ringlog_fuzz::v2_request),
+    ("v3_request", ringlog_fuzz::v3_request),
     ("v2_response", ringlog_fuzz::v2_response),
     ("record_decode", ringlog_fuzz::record_decode),
     ("recovery_scan", ringlog_fuzz::recovery_scan),

@@ -1,5 +1,6 @@
 //! Per-connection state and request semantics: the pending-request table, the response
-//! output, the socket's receive and send buffers, and what each v2 request does to the journal.
+//! output, the socket's receive and send buffers, and what each v2 request does to the journal
+//! (v3 requests: `connection/v3.rs`; both share the pending table and the read paths).
 //! Everything is allocated when the connection is accepted, so the request path allocates
 //! nothing (only forwarding to another shard copies the frame).
 //!
@@ -8,7 +9,7 @@
 //! the connection reference they answer, see `router`).
 
 use crate::limits;
-use crate::protocol::{self, code, Request, FLAG_DO_FENCING, FLAG_RECOVERY_ADD};
+use crate::protocol::{self, code, v3 as wire_v3, Request, FLAG_DO_FENCING, FLAG_RECOVERY_ADD};
 use crate::router::{OwnerCache, Router, ShardId};
 use crate::shard::ShardStats;
 use engine::uring::{NetBufferId, UringDisk};
@@ -18,6 +19,8 @@ use std::collections::VecDeque;
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
 use std::time::Instant;
+
+pub mod v3;
 
 /// What a pending slot waits for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,6 +39,31 @@ pub enum PendingOp {
     Batch,
     /// The client's batch read waits in the retry queue.
     BatchRetry,
+    /// A v3 DEFERRED_SYNC add waits for `Written` (or `Failed`).
+    AddDeferred,
+    /// A v3 WRITE_LAC waits for `Durable`.
+    WriteLac,
+    /// A v3 FORCE_LEDGER waits for `Durable` of its marker.
+    Force,
+    /// A v3 long-poll read is parked until the LAC passes `previousLAC` or it times out.
+    Parked,
+    /// A v3 READ_LAC waits for the explicit-LAC body (`ReadDone`).
+    ReadLacExplicit,
+    /// ... or in the retry queue for it.
+    ReadLacExplicitRetry,
+    /// A v3 READ_LAC waits for the last entry's body.
+    ReadLacLast,
+    /// ... or in the retry queue for it.
+    ReadLacLastRetry,
+}
+
+/// What a v3 request's reply needs besides the common fields.
+#[derive(Clone, Copy, Debug)]
+pub struct PendingV3 {
+    /// The request's header: operation and txnId are echoed.
+    pub header: wire_v3::Header,
+    /// ENTRY_PIGGYBACK: the LAC the client knows (the read is of `previous_lac + 1`).
+    pub piggyback: Option<i64>,
 }
 
 /// A request accepted and not yet answered.
@@ -53,6 +81,8 @@ pub struct Pending {
     pub entry: i64,
     /// For a peer client: the origin connection the response goes back to.
     pub reply_to: u64,
+    /// A v3 request: the reply is a v3 `Response` (`version` is then unused).
+    pub v3: Option<PendingV3>,
 }
 
 /// The one batch read a client may have running (batch reads are rare and large, so one at
@@ -100,6 +130,12 @@ pub struct Client {
     pub batch_out: Vec<u8>,
     /// Requests forwarded to other shards and not yet answered.
     pub forwarded_in_flight: usize,
+    /// The pending slot of the one v3 READ_LAC a client may have running.
+    pub read_lac: Option<u32>,
+    /// Its explicit-LAC body, once read (grows on first use; READ_LAC is rare).
+    pub read_lac_body: Vec<u8>,
+    /// The running READ_LAC found an explicit-LAC body (in `read_lac_body`).
+    pub read_lac_found: bool,
 }
 
 impl Client {
@@ -119,6 +155,9 @@ impl Client {
             batch: None,
             batch_out: Vec::new(),
             forwarded_in_flight: 0,
+            read_lac: None,
+            read_lac_body: Vec::new(),
+            read_lac_found: false,
         }
     }
 
@@ -164,6 +203,11 @@ impl Client {
         self.pending[slot as usize]
     }
 
+    /// Changes the entry a pending read reads and answers with (piggyback).
+    pub fn pending_entry_set(&mut self, slot: u32, entry: i64) {
+        self.pending[slot as usize].entry = entry;
+    }
+
     /// Changes what a pending slot waits for.
     pub fn pending_op_set(&mut self, slot: u32, op: PendingOp) {
         self.pending[slot as usize].op = op;
@@ -199,8 +243,49 @@ impl Client {
         protocol::encode_add_response(&mut self.out, version, code, ledger, entry);
     }
 
-    /// Appends a READ response; `body` only with EOK.
-    pub fn respond_read(&mut self, pending: &Pending, code: i32, body: &[u8]) {
+    /// Appends the ADD response of a pending add in its protocol; `code` is a v2 code.
+    pub fn respond_add_pending(&mut self, pending: &Pending, code: i32) {
+        let (ledger, entry) = (pending.ledger, pending.entry);
+        match pending.v3 {
+            None => self.respond_add(pending.reply_to, pending.version, code, ledger, entry),
+            Some(v3) => {
+                self.reply_prefix(pending.reply_to);
+                let status = wire_v3::status_from_v2(code);
+                wire_v3::encode_add_response(&mut self.out, &v3.header, status, ledger, entry);
+            }
+        }
+    }
+
+    /// Appends a v3 response built by the caller.
+    pub fn respond_v3(&mut self, reply_to: u64, response: &wire_v3::proto::Response) {
+        self.reply_prefix(reply_to);
+        wire_v3::encode_response(&mut self.out, response);
+    }
+
+    /// Appends a v3 READ response.
+    pub fn respond_v3_read(
+        &mut self,
+        reply_to: u64,
+        header: &wire_v3::Header,
+        reply: &wire_v3::ReadReply<'_>,
+    ) {
+        self.reply_prefix(reply_to);
+        wire_v3::encode_read_response(&mut self.out, header, reply);
+    }
+
+    /// Appends the v3 response to `request` that carries only a status.
+    pub fn respond_v3_status(
+        &mut self,
+        reply_to: u64,
+        request: &wire_v3::Request<'_>,
+        status: wire_v3::Status,
+    ) {
+        self.reply_prefix(reply_to);
+        wire_v3::encode_status_response(&mut self.out, request, status as i32);
+    }
+
+    /// Appends a v2 READ response; `body` only with EOK. (Both protocols: [`respond_read`].)
+    fn respond_read(&mut self, pending: &Pending, code: i32, body: &[u8]) {
         self.reply_prefix(pending.reply_to);
         let (version, ledger, entry) = (pending.version, pending.ledger, pending.entry);
         protocol::encode_read_response(&mut self.out, version, code, ledger, entry, body);
@@ -413,6 +498,12 @@ pub struct Context {
     pub wake: Vec<bool>,
     /// Tokens of reads waiting for a free engine read slot.
     pub read_retry: VecDeque<u64>,
+    /// v3 long-poll reads waiting for the LAC to advance (at most `PARKED_READS_MAX`).
+    pub parked: Vec<v3::Parked>,
+    /// The earliest deadline in `parked`: the loop sleeps no longer than until then.
+    pub parked_deadline_next: Option<Instant>,
+    /// The data directory (GET_BOOKIE_INFO reports its file system's capacity).
+    pub data_dir: std::path::PathBuf,
     /// Largest request frame, length prefix included.
     pub frame_size_max: u32,
     /// The shard's counters.
@@ -508,7 +599,53 @@ fn pending_new(op: PendingOp, version: u8, ledger: i64, entry: i64, origin: Orig
         ledger,
         entry,
         reply_to: origin.reference,
+        v3: None,
     }
+}
+
+/// Appends the READ response of a pending read in its protocol; `code` is a v2 code and
+/// `body` is sent only with EOK. A v3 reply carries the bookie's LAC (`maxLAC`) on success,
+/// and a piggyback read of an entry this bookie lacks is EOK without a body (§5.4).
+pub fn respond_read(
+    journal: &Journal<UringDisk>,
+    client: &mut Client,
+    pending: &Pending,
+    code: i32,
+    body: &[u8],
+) {
+    let lac = journal
+        .ledger(LedgerId(pending.ledger))
+        .map(|ledger| ledger.last_add_confirmed);
+    respond_read_lac(client, pending, code, body, lac);
+}
+
+/// [`respond_read`] with the ledger's LAC looked up by the caller (before a read borrows the
+/// journal).
+fn respond_read_lac(
+    client: &mut Client,
+    pending: &Pending,
+    code: i32,
+    body: &[u8],
+    lac: Option<i64>,
+) {
+    let Some(v3) = pending.v3 else {
+        client.respond_read(pending, code, body);
+        return;
+    };
+    let piggyback_missing = v3.piggyback.is_some() && code == code::ENOENTRY;
+    let ok = code == code::EOK || piggyback_missing;
+    // Stored bodies hold at least the two ids (16 bytes), so an empty one is "no entry read":
+    // a piggyback reply whose LAC did not pass previousLAC carries only maxLAC.
+    let with_body = code == code::EOK && !(v3.piggyback.is_some() && body.is_empty());
+    let reply = wire_v3::ReadReply {
+        status: wire_v3::status_from_v2(if ok { code::EOK } else { code }),
+        ledger_id: pending.ledger,
+        entry_id: pending.entry,
+        body: with_body.then_some(body),
+        max_lac: if ok { lac } else { None },
+        lac_update_timestamp: (v3.piggyback.is_some() && with_body).then(v3::timestamp_ms),
+    };
+    client.respond_v3_read(pending.reply_to, &v3.header, &reply);
 }
 
 /// Versions above 2 get EBADVERSION with the request's ids (`isVersionCompatible`).
@@ -547,7 +684,7 @@ fn respond_bad_version(client: &mut Client, origin: Origin, request: &Request<'_
 
 /// Sends the request to the owner of `ledger` if that is another shard; `None` if this shard
 /// serves it. `claim`: the request creates the ledger if nobody owns it (add, fence).
-fn forward(
+pub(crate) fn forward(
     context: &mut Context,
     client: &mut Client,
     origin: Origin,
@@ -576,7 +713,7 @@ fn forward(
     Some(Step::Consumed)
 }
 
-fn token_new(client: &Client, origin: Origin, slot: u32) -> Token {
+pub(crate) fn token_new(client: &Client, origin: Origin, slot: u32) -> Token {
     Token {
         client: origin.client_index,
         slot,
@@ -584,7 +721,7 @@ fn token_new(client: &Client, origin: Origin, slot: u32) -> Token {
     }
 }
 
-fn add_stage(
+pub(crate) fn add_stage(
     context: &mut Context,
     client: &mut Client,
     origin: Origin,
@@ -599,7 +736,7 @@ fn add_stage(
     let token = token_new(client, origin, slot).encode();
     let options = AddOptions {
         recovery,
-        deferred: false,
+        deferred: pending.op == PendingOp::AddDeferred,
     };
     let (ledger, entry) = (LedgerId(pending.ledger), EntryId(pending.entry));
     match context
@@ -617,21 +754,14 @@ fn add_stage(
         }
         Err(error) => {
             client.pending_remove(slot);
-            let (version, ledger, entry) = (pending.version, pending.ledger, pending.entry);
-            client.respond_add(
-                origin.reference,
-                version,
-                add_error_code(error),
-                ledger,
-                entry,
-            );
+            client.respond_add_pending(&pending, add_error_code(error));
             Step::Consumed
         }
     }
 }
 
 /// A read, or a fencing read: the fence is staged first and the read runs once it is durable.
-fn read_begin(
+pub(crate) fn read_begin(
     context: &mut Context,
     client: &mut Client,
     origin: Origin,
@@ -659,7 +789,13 @@ fn read_begin(
             Step::Stall
         }
         Err(error) => {
-            client.respond_read(&pending, add_error_code(error), &[]);
+            respond_read(
+                &context.journal,
+                client,
+                &pending,
+                add_error_code(error),
+                &[],
+            );
             client.pending_remove(slot);
             Step::Consumed
         }
@@ -670,19 +806,29 @@ fn read_begin(
 pub fn read_start(context: &mut Context, client: &mut Client, token: Token) {
     let pending = client.pending(token.slot);
     let target = read_target(pending.entry);
+    let lac = context
+        .journal
+        .ledger(LedgerId(pending.ledger))
+        .map(|ledger| ledger.last_add_confirmed);
     match context
         .journal
         .read(token.encode(), LedgerId(pending.ledger), target)
     {
         Ok(ReadOutcome::Ready { body, .. }) => {
             context.stats.reads += 1;
-            client.respond_read(&pending, code::EOK, body);
+            respond_read_lac(client, &pending, code::EOK, body, lac);
             client.pending_remove(token.slot);
         }
         Ok(ReadOutcome::Pending) => client.pending_op_set(token.slot, PendingOp::Read),
         Err(ReadError::Busy) => read_retry_push(context, client, token, PendingOp::ReadRetry),
         Err(error) => {
-            client.respond_read(&pending, read_error_code(error), &[]);
+            respond_read(
+                &context.journal,
+                client,
+                &pending,
+                read_error_code(error),
+                &[],
+            );
             client.pending_remove(token.slot);
         }
     }
@@ -706,12 +852,17 @@ pub fn read_retry_push(context: &mut Context, client: &mut Client, token: Token,
         context.read_retry.push_back(token.encode());
         return;
     }
-    if op == PendingOp::BatchRetry {
-        client.batch_finish(code::ETOOMANYREQUESTS);
-    } else {
-        let pending = client.pending(token.slot);
-        client.respond_read(&pending, code::ETOOMANYREQUESTS, &[]);
-        client.pending_remove(token.slot);
+    match op {
+        PendingOp::BatchRetry => client.batch_finish(code::ETOOMANYREQUESTS),
+        PendingOp::ReadLacExplicitRetry | PendingOp::ReadLacLastRetry => {
+            v3::read_lac_finish(client, token, wire_v3::Status::Etoomanyrequests, None);
+        }
+        _ => {
+            let pending = client.pending(token.slot);
+            let busy = code::ETOOMANYREQUESTS;
+            respond_read(&context.journal, client, &pending, busy, &[]);
+            client.pending_remove(token.slot);
+        }
     }
 }
 
@@ -874,7 +1025,7 @@ pub fn batch_advance(context: &mut Context, client: &mut Client, token: Token) {
 }
 
 /// Engine add (and fence) errors as v2 codes.
-fn add_error_code(error: AddError) -> i32 {
+pub(crate) fn add_error_code(error: AddError) -> i32 {
     match error {
         AddError::Fenced => code::EFENCED,
         AddError::KeyMismatch => code::EUA,

@@ -1,8 +1,9 @@
-//! ringlog server: BookKeeper v2 bookie on thread-per-core shards.
+//! ringlog server: BookKeeper bookie (v2 and v3 protocols) on thread-per-core shards.
 //!
 //! `run` starts one shard per configured core (`shard`), each with its own io_uring, journal
 //! and SO_REUSEPORT listener; `router` places ledgers on shards and carries requests between
-//! them; `connection` holds per-connection state; `protocol` is the pure v2 wire codec.
+//! them; `connection` holds per-connection state; `protocol` is the pure wire codec (v2
+//! frames, v3 protobuf messages in `protocol::v3`).
 #![forbid(unsafe_code)]
 
 pub mod config;

@@ -88,6 +88,14 @@ pub const READ_RETRY_QUEUE_MAX: usize = 65_536;
 /// Attempts before a read that keeps finding the engine busy gets ETOOMANYREQUESTS.
 pub const READ_RETRIES_MAX: u16 = 10_000;
 
+/// v3 long-poll reads a shard keeps parked (protocol §5.4). Beyond it a long poll is served
+/// at once, which is a valid answer (the client polls again); the list is scanned when the
+/// LAC may have moved, so the bound also bounds that scan.
+pub const PARKED_READS_MAX: usize = 4096;
+/// Longest a long poll is parked, whatever `timeOut` it asks for, so that a parked read
+/// cannot hold a connection (or a shutdown) for longer. Java clients ask for seconds.
+pub const LONG_POLL_TIMEOUT_MS_MAX: u64 = 60_000;
+
 /// Listen backlog: connections the kernel queues per shard before accept.
 pub const LISTEN_BACKLOG: i32 = 1024;
 /// Longest the shard loop sleeps in the kernel with nothing to do: bounds how late a shutdown

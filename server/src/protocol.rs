@@ -1,4 +1,6 @@
-//! BookKeeper v2 wire codec: pure frame encoders and borrowing, allocation-free decoders.
+//! BookKeeper wire codec: the v2 frames here (pure frame encoders and borrowing,
+//! allocation-free decoders), the v3 protobuf messages in `v3`, and [`decode_any_request`],
+//! which tells the two apart per frame by the first payload byte (§1.2).
 //!
 //! Byte layouts are in `docs/bookkeeper-protocol.md` §1 (framing), §2 (v2 frames) and §4 (entry
 //! bodies). Every frame is `u32 length | u32 packet header | fields`, all integers big-endian;
@@ -7,6 +9,8 @@
 #![forbid(unsafe_code)]
 
 use std::fmt;
+
+pub mod v3;
 
 /// Size of a ledger master key: SHA-1 of `"ledger" ‖ password` (§4.3).
 pub const MASTER_KEY_SIZE: usize = 20;
@@ -277,6 +281,56 @@ pub fn decode_request(buf: &[u8], frame_size_max: u32) -> Result<Decoded<'_>, De
     Ok(Decoded::Frame {
         request,
         frame_size: frame.frame_size,
+    })
+}
+
+/// A request in either protocol; the response goes out in the same one.
+#[derive(Debug, PartialEq, Eq)]
+pub enum AnyRequest<'a> {
+    /// A v2 binary frame.
+    V2(Request<'a>),
+    /// A v3 protobuf `Request`.
+    V3(v3::Request<'a>),
+}
+
+/// Outcome of [`decode_any_request`] on the bytes received so far.
+#[derive(Debug, PartialEq, Eq)]
+pub enum DecodedAny<'a> {
+    /// `frame_size`: bytes consumed, including the 4-byte length prefix.
+    Frame {
+        request: AnyRequest<'a>,
+        frame_size: usize,
+    },
+    /// The buffer ends before the frame does; receive more and call again.
+    NeedMore,
+}
+
+/// Decodes the first complete request frame of `buf` in whichever protocol it uses: a first
+/// payload byte of 0x0A is a v3 `Request` (field 1, wire type 2), anything else v2 (§1.2).
+/// The frame limit is checked on the length prefix alone, before the frame is waited for.
+pub fn decode_any_request(buf: &[u8], frame_size_max: u32) -> Result<DecodedAny<'_>, DecodeError> {
+    let Some((prefix, rest)) = buf.split_first_chunk::<LENGTH_PREFIX_SIZE>() else {
+        return Ok(DecodedAny::NeedMore);
+    };
+    if rest.first() != Some(&PROTOBUF_TAG_V3_HEADER) {
+        return Ok(match decode_request(buf, frame_size_max)? {
+            Decoded::Frame {
+                request,
+                frame_size,
+            } => DecodedAny::Frame {
+                request: AnyRequest::V2(request),
+                frame_size,
+            },
+            Decoded::NeedMore => DecodedAny::NeedMore,
+        });
+    }
+    let length = frame_length(*prefix, frame_size_max)?;
+    let Some(message) = rest.get(..length) else {
+        return Ok(DecodedAny::NeedMore);
+    };
+    Ok(DecodedAny::Frame {
+        request: AnyRequest::V3(v3::decode_request(message)?),
+        frame_size: LENGTH_PREFIX_SIZE + length,
     })
 }
 
@@ -674,18 +728,7 @@ fn frame_split(buf: &[u8], frame_size_max: u32) -> Result<Option<Frame<'_>>, Dec
     let Some((prefix, rest)) = buf.split_first_chunk::<LENGTH_PREFIX_SIZE>() else {
         return Ok(None);
     };
-    let length = u32::from_be_bytes(*prefix);
-    // Netty's LengthFieldBasedFrameDecoder(max, 0, 4, 0, 4) compares length + 4 with the limit;
-    // u64 keeps that sum from overflowing for a hostile prefix.
-    let frame_size = u64::from(length) + LENGTH_PREFIX_SIZE as u64;
-    let too_large = DecodeError::FrameTooLarge {
-        frame_size: u32::try_from(frame_size).unwrap_or(u32::MAX),
-        frame_size_max,
-    };
-    if frame_size > u64::from(frame_size_max) {
-        return Err(too_large);
-    }
-    let length = usize::try_from(length).map_err(|_| too_large)?;
+    let length = frame_length(*prefix, frame_size_max)?;
     if length < PACKET_HEADER_SIZE {
         return Err(malformed("frame shorter than its 4-byte packet header"));
     }
@@ -714,6 +757,25 @@ fn frame_split(buf: &[u8], frame_size_max: u32) -> Result<Option<Frame<'_>>, Dec
         fields,
         frame_size: LENGTH_PREFIX_SIZE + length,
     }))
+}
+
+/// The length a prefix announces, if the whole frame (prefix included) is within the limit.
+fn frame_length(
+    prefix: [u8; LENGTH_PREFIX_SIZE],
+    frame_size_max: u32,
+) -> Result<usize, DecodeError> {
+    let length = u32::from_be_bytes(prefix);
+    // Netty's LengthFieldBasedFrameDecoder(max, 0, 4, 0, 4) compares length + 4 with the limit;
+    // u64 keeps that sum from overflowing for a hostile prefix.
+    let frame_size = u64::from(length) + LENGTH_PREFIX_SIZE as u64;
+    let too_large = DecodeError::FrameTooLarge {
+        frame_size: u32::try_from(frame_size).unwrap_or(u32::MAX),
+        frame_size_max,
+    };
+    if frame_size > u64::from(frame_size_max) {
+        return Err(too_large);
+    }
+    usize::try_from(length).map_err(|_| too_large)
 }
 
 fn decode_add_request(header: PacketHeader, fields: &[u8]) -> Result<Request<'_>, DecodeError> {

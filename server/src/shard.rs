@@ -13,11 +13,11 @@
 use crate::config::Config;
 use crate::connection::{
     batch_advance, connection_reference, connection_reference_split, read_error_code,
-    read_retry_push, read_start, request_handle, Client, Connection, Context, Origin, PendingOp,
-    Step, Token,
+    read_retry_push, read_start, request_handle, respond_read, v3, Client, Connection, Context,
+    Origin, PendingOp, Step, Token,
 };
 use crate::limits;
-use crate::protocol::{self, code, Decoded};
+use crate::protocol::{self, code, AnyRequest, DecodedAny};
 use crate::router::{Mail, OwnerCache, Router, SendError, ShardId, CONNECTION_REFERENCE_SIZE};
 use engine::uring::{Completion, NetBufferId, NetBuffers, Ring, Socket, UringDisk};
 use engine::{Event, Journal, ReadError};
@@ -281,6 +281,8 @@ struct Shard {
     read_only_reported: bool,
     mail_retry: bool,
     tick_last: Instant,
+    /// The LAC may have moved or a deadline passed: scan the parked long polls this turn.
+    parked_check: bool,
 }
 
 impl Shard {
@@ -330,6 +332,9 @@ impl Shard {
             forward_out: vec![Vec::new(); shards],
             wake: vec![false; shards],
             read_retry: VecDeque::with_capacity(limits::READ_RETRY_QUEUE_MAX),
+            parked: Vec::with_capacity(limits::PARKED_READS_MAX),
+            parked_deadline_next: None,
+            data_dir: config.data_dir.clone(),
             frame_size_max: config.frame_size_max,
             stats: ShardStats::default(),
             progress: false,
@@ -397,6 +402,7 @@ impl Shard {
             read_only_reported: false,
             mail_retry: false,
             tick_last: Instant::now(),
+            parked_check: false,
             config,
         }
     }
@@ -438,6 +444,7 @@ impl Shard {
             self.reap();
             self.context.journal.poll();
             self.events_handle();
+            self.parked_advance();
             self.poison_check();
             self.mail_receive();
             self.read_retries_run();
@@ -480,10 +487,13 @@ impl Shard {
         } else {
             limits::LOOP_WAIT_MS_MAX
         };
-        let result = self
-            .ring
-            .borrow_mut()
-            .submit_and_wait_timeout(Duration::from_millis(wait_ms));
+        let mut wait = Duration::from_millis(wait_ms);
+        // Wake for the earliest long-poll deadline (at least 1 ms, so the loop cannot spin).
+        if let Some(next) = self.context.parked_deadline_next {
+            let until = next.saturating_duration_since(Instant::now());
+            wait = wait.min(until.max(Duration::from_millis(1)));
+        }
+        let result = self.ring.borrow_mut().submit_and_wait_timeout(wait);
         if let Err(error) = result {
             // The ring is this shard's only way to the disk and the network.
             eprintln!(
@@ -659,13 +669,15 @@ impl Shard {
         let mut events = std::mem::take(&mut self.events);
         self.context.journal.events_swap(&mut events);
         self.context.progress |= !events.is_empty();
+        // A durable entry or fence may move a LAC that parked long polls wait for.
+        self.parked_check |= !events.is_empty();
         for event in events.drain(..) {
             match event {
                 Event::Durable { token } => self.on_durable(token, true),
                 Event::Failed { token } => self.on_durable(token, false),
                 Event::ReadDone { token, slot } => self.on_read_done(token, slot),
-                // v2 has no deferred adds, so nothing is ever reported merely written.
-                Event::Written { .. } => {}
+                // Only v3 DEFERRED_SYNC adds are reported merely written.
+                Event::Written { token } => self.on_written(token),
             }
         }
         self.events = events;
@@ -684,23 +696,104 @@ impl Shard {
         };
         let pending = client.pending(token.slot);
         let context = &mut self.context;
+        let code = if durable { code::EOK } else { code::EIO };
         match pending.op {
             PendingOp::Add => {
-                let code = if durable { code::EOK } else { code::EIO };
-                let (version, ledger, entry) = (pending.version, pending.ledger, pending.entry);
-                client.respond_add(pending.reply_to, version, code, ledger, entry);
+                client.respond_add_pending(&pending, code);
+                client.pending_remove(token.slot);
+            }
+            // A deferred add was acked at `Written`; only a failure before that arrives here.
+            PendingOp::AddDeferred | PendingOp::WriteLac | PendingOp::Force => {
+                assert!(
+                    pending.op != PendingOp::AddDeferred || !durable,
+                    "deferred adds are reported Written, not Durable"
+                );
+                v3::respond_durable(client, &pending, code);
                 client.pending_remove(token.slot);
             }
             // The fence is durable: now read (protocol §5.2 step 4). A failed fence is EIO.
             PendingOp::Fence if durable => read_start(context, client, token),
             PendingOp::Fence => {
-                client.respond_read(&pending, code::EIO, &[]);
+                respond_read(&context.journal, client, &pending, code::EIO, &[]);
                 client.pending_remove(token.slot);
             }
             PendingOp::FenceBatch if durable => batch_advance(context, client, token),
             PendingOp::FenceBatch => client.batch_finish(code::EIO),
             op => unreachable!("durable event for a pending {op:?}"),
         }
+    }
+
+    /// A DEFERRED_SYNC add is written (not yet synced): ack it (protocol §5.6).
+    fn on_written(&mut self, token: u64) {
+        let token = Token::decode(token);
+        let connections_max = self.config.connections_max;
+        let Some(client) = client_find(
+            &mut self.connections,
+            &mut self.peers,
+            connections_max,
+            token,
+        ) else {
+            return;
+        };
+        let pending = client.pending(token.slot);
+        assert_eq!(
+            pending.op,
+            PendingOp::AddDeferred,
+            "only deferred adds are Written"
+        );
+        v3::respond_durable(client, &pending, code::EOK);
+        client.pending_remove(token.slot);
+    }
+
+    /// Serves the parked long polls that are due (LAC passed, fenced, timed out, stopping) and
+    /// drops those whose client is gone. Runs when the LAC may have moved, when the earliest
+    /// deadline has passed (the loop's sleep ends there), and every tick.
+    fn parked_advance(&mut self) {
+        let now = Instant::now();
+        let deadline_passed = self
+            .context
+            .parked_deadline_next
+            .is_some_and(|next| now >= next);
+        let check = std::mem::take(&mut self.parked_check) || deadline_passed;
+        if self.context.parked.is_empty() {
+            self.context.parked_deadline_next = None;
+            return;
+        }
+        if !check {
+            return;
+        }
+        let connections_max = self.config.connections_max;
+        let mut parked = std::mem::take(&mut self.context.parked);
+        let mut position = 0;
+        while position < parked.len() {
+            let entry = parked[position];
+            let token = Token::decode(entry.token);
+            let client = client_find(
+                &mut self.connections,
+                &mut self.peers,
+                connections_max,
+                token,
+            );
+            let Some(client) = client else {
+                parked.swap_remove(position);
+                continue;
+            };
+            let pending = client.pending(token.slot);
+            assert_eq!(pending.op, PendingOp::Parked);
+            if !v3::parked_due(&self.context, &entry, pending.ledger, now, self.stopping) {
+                position += 1;
+                continue;
+            }
+            parked.swap_remove(position);
+            self.context.progress = true;
+            v3::read_serve(&mut self.context, client, token);
+        }
+        assert!(
+            self.context.parked.is_empty(),
+            "serving a read parks nothing"
+        );
+        self.context.parked_deadline_next = parked.iter().map(|entry| entry.deadline).min();
+        self.context.parked = parked;
     }
 
     fn on_read_done(&mut self, token_raw: u64, slot: engine::journal::ReadSlot) {
@@ -716,18 +809,26 @@ impl Shard {
         let mut after = None;
         if let Some(client) = client {
             let pending = client.pending(token.slot);
+            if matches!(
+                pending.op,
+                PendingOp::ReadLacExplicit | PendingOp::ReadLacLast
+            ) {
+                v3::read_lac_read_done(context, client, token, slot);
+                return;
+            }
             let result = context.journal.read_result(slot);
             after = match (pending.op, result) {
                 (PendingOp::Read, Err(ReadError::Busy)) => Some(PendingOp::ReadRetry),
                 (PendingOp::Batch, Err(ReadError::Busy)) => Some(PendingOp::BatchRetry),
                 (PendingOp::Read, Ok((_, body))) => {
                     context.stats.reads += 1;
-                    client.respond_read(&pending, code::EOK, body);
+                    respond_read(&context.journal, client, &pending, code::EOK, body);
                     client.pending_remove(token.slot);
                     None
                 }
                 (PendingOp::Read, Err(error)) => {
-                    client.respond_read(&pending, read_error_code(error), &[]);
+                    let code = read_error_code(error);
+                    respond_read(&context.journal, client, &pending, code, &[]);
                     client.pending_remove(token.slot);
                     None
                 }
@@ -782,6 +883,9 @@ impl Shard {
             match client.pending(token.slot).op {
                 PendingOp::ReadRetry => read_start(&mut self.context, client, token),
                 PendingOp::BatchRetry => batch_advance(&mut self.context, client, token),
+                PendingOp::ReadLacExplicitRetry | PendingOp::ReadLacLastRetry => {
+                    v3::read_lac_advance(&mut self.context, client, token);
+                }
                 op => unreachable!("retry queued for a pending {op:?}"),
             }
         }
@@ -857,14 +961,14 @@ impl Shard {
             if frames == self.config.frames_per_turn_max {
                 break DecodeEnd::Cap;
             }
-            match protocol::decode_request(&bytes[offset..filled], frame_size_max) {
-                Ok(Decoded::Frame {
+            match protocol::decode_any_request(&bytes[offset..filled], frame_size_max) {
+                Ok(DecodedAny::Frame {
                     request,
                     frame_size,
                 }) => {
                     let frame = &bytes[offset..offset + frame_size];
                     let client = &mut connection.client;
-                    match request_handle(&mut self.context, client, origin, request, frame) {
+                    match request_any(&mut self.context, client, origin, request, frame) {
                         Step::Consumed => {
                             offset += frame_size;
                             frames += 1;
@@ -872,7 +976,7 @@ impl Shard {
                         Step::Stall => break DecodeEnd::Stall,
                     }
                 }
-                Ok(Decoded::NeedMore) => break DecodeEnd::NeedMore,
+                Ok(DecodedAny::NeedMore) => break DecodeEnd::NeedMore,
                 Err(_) => break DecodeEnd::Invalid,
             }
         };
@@ -928,15 +1032,15 @@ impl Shard {
                 reference: u64::from_be_bytes(*reference),
             };
             // The origin shard decoded this frame with the same limit before forwarding it.
-            let Ok(Decoded::Frame {
+            let Ok(DecodedAny::Frame {
                 request,
                 frame_size,
-            }) = protocol::decode_request(rest, frame_size_max)
+            }) = protocol::decode_any_request(rest, frame_size_max)
             else {
                 unreachable!("a forwarded frame decodes")
             };
             let frame = &rest[..frame_size];
-            match request_handle(&mut self.context, &mut peer.client, origin, request, frame) {
+            match request_any(&mut self.context, &mut peer.client, origin, request, frame) {
                 Step::Consumed => {
                     peer.inbox_offset += CONNECTION_REFERENCE_SIZE + frame_size;
                     frames += 1;
@@ -946,6 +1050,20 @@ impl Shard {
                 Step::Stall => break,
             }
         }
+    }
+}
+
+/// Handles a request in the protocol it arrived in.
+fn request_any(
+    context: &mut Context,
+    client: &mut Client,
+    origin: Origin,
+    request: AnyRequest<'_>,
+    frame: &[u8],
+) -> Step {
+    match request {
+        AnyRequest::V2(request) => request_handle(context, client, origin, request, frame),
+        AnyRequest::V3(request) => v3::request_handle(context, client, origin, request, frame),
     }
 }
 
@@ -1269,6 +1387,8 @@ impl Shard {
         }
         self.tick_last = now;
         self.read_only_check();
+        // Long-poll deadlines are checked at this granularity.
+        self.parked_check = true;
         let timeout = self.config.idle_timeout;
         for &index in &self.connections_active {
             let connection = self.connections[index as usize]

@@ -11,10 +11,12 @@
 mod buffer;
 mod disk;
 mod net;
+mod space;
 
 pub use buffer::AlignedBuffer;
 pub use disk::UringDisk;
 pub use net::{NetBufferId, NetBuffers, Socket};
+pub use space::{disk_space, DiskSpace};
 
 use io_uring::{cqueue, squeue, IoUring};
 use std::io;

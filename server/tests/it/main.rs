@@ -6,6 +6,7 @@
 // an unwrap that fails is a failed test with its location, which is what we want.
 #![allow(clippy::unwrap_used)]
 
+mod allocation;
 mod backpressure;
 mod config;
 mod cross_shard;
@@ -17,3 +18,4 @@ mod hostile_load;
 mod large;
 mod startup;
 mod support;
+mod v3;

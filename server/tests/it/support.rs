@@ -425,7 +425,7 @@ impl Client {
     }
 }
 
-fn reply_owned(response: Response<'_>) -> Reply {
+pub fn reply_owned(response: Response<'_>) -> Reply {
     match response {
         Response::Add {
             code,
