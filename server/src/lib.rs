@@ -2,19 +2,22 @@
 //!
 //! `run` starts one shard per configured core (`shard`), each with its own io_uring, journal
 //! and SO_REUSEPORT listener; `router` places ledgers on shards and carries requests between
-//! them; `connection` holds per-connection state; `protocol` is the pure v2 wire codec.
+//! them; `connection` holds per-connection state; `protocol` is the pure v2 wire codec;
+//! `registration` lists the bookie in ZooKeeper from its own thread (with --zk).
 #![forbid(unsafe_code)]
 
 pub mod config;
 mod connection;
 pub mod limits;
 pub mod protocol;
+pub mod registration;
 pub mod router;
 mod shard;
 
 pub use config::Config;
 pub use shard::{ShardReport, ShardStats, StartError};
 
+use registration::{Registration, RegistrationError};
 use router::Router;
 use shard::{ShardSetup, Start, Status};
 use std::net::SocketAddr;
@@ -60,6 +63,8 @@ pub enum RunError {
         address: SocketAddr,
         error: std::io::Error,
     },
+    /// The ZooKeeper registration failed (--zk).
+    Registration(RegistrationError),
 }
 
 impl std::fmt::Display for RunError {
@@ -89,6 +94,7 @@ impl std::fmt::Display for RunError {
             RunError::Setup { what, error } => write!(f, "cannot create {what}: {error}"),
             RunError::Shard { shard, error } => write!(f, "shard {shard}: {error}"),
             RunError::Bind { address, error } => write!(f, "cannot listen on {address}: {error}"),
+            RunError::Registration(error) => write!(f, "registration: {error}"),
         }
     }
 }
@@ -115,6 +121,14 @@ pub fn run(config: Config) -> Result<Outcome, RunError> {
             error,
         })?;
     let router = Arc::new(router);
+    // Connects to ZooKeeper while the shards recover their journals.
+    let registration = match config.registration.clone() {
+        Some(settings) => Some(
+            Registration::start(settings, &config.data_dir, Arc::clone(&router), shutdown)
+                .map_err(RunError::Registration)?,
+        ),
+        None => None,
+    };
     let config = Arc::new(config);
     let (status_sender, status) = mpsc::channel();
     let mut starts = Vec::with_capacity(shards);
@@ -137,7 +151,7 @@ pub fn run(config: Config) -> Result<Outcome, RunError> {
         match thread {
             Ok(thread) => threads.push(thread),
             Err(error) => {
-                abort(&router, &starts, threads);
+                abort(&router, &starts, threads, registration);
                 return Err(RunError::Setup {
                     what: "a shard thread",
                     error,
@@ -147,14 +161,18 @@ pub fn run(config: Config) -> Result<Outcome, RunError> {
         starts.push(start_sender);
     }
     drop(status_sender);
-    if let Err(error) = startup(&config, &status, &starts) {
-        abort(&router, &starts, threads);
+    if let Err(error) = serve_start(&config, &status, &starts, registration.as_ref()) {
+        abort(&router, &starts, threads, registration);
         return Err(error);
     }
     let reports: Vec<ShardReport> = threads
         .into_iter()
         .filter_map(|thread| thread.join().ok().flatten())
         .collect();
+    // The shards stopped, so the registration thread has begun deregistering: wait for it.
+    if let Some(registration) = registration {
+        registration.finish();
+    }
     for report in &reports {
         println!("{}", summary_line(report));
     }
@@ -207,13 +225,44 @@ fn shard_directories_check(data_dir: &std::path::Path, shards: usize) -> Result<
     Ok(())
 }
 
+/// With --zk, waits for the ZooKeeper session before binding (an unreachable ZooKeeper
+/// fails the start before any port opens), and registers once every shard serves.
+fn serve_start(
+    config: &Config,
+    status: &mpsc::Receiver<Status>,
+    starts: &[mpsc::Sender<Start>],
+    registration: Option<&Registration>,
+) -> Result<(), RunError> {
+    let registration = match registration {
+        Some(registration) if registration.connected().map_err(RunError::Registration)? => {
+            Some(registration)
+        }
+        // Stopping already, or no --zk.
+        _ => None,
+    };
+    let address = startup(config, status, starts)?;
+    let Some(registration) = registration else {
+        return Ok(());
+    };
+    if let Some(registered) = registration
+        .register(address)
+        .map_err(RunError::Registration)?
+    {
+        println!(
+            "ringlog registered as {} in ZooKeeper at {}",
+            registered.id, registered.path
+        );
+    }
+    Ok(())
+}
+
 /// Waits until every journal is open, binds every listener (all before any shard accepts, so
 /// the port is never half-served), hands them out and waits until every shard accepts.
 fn startup(
     config: &Config,
     status: &mpsc::Receiver<Status>,
     starts: &[mpsc::Sender<Start>],
-) -> Result<(), RunError> {
+) -> Result<SocketAddr, RunError> {
     let shards = starts.len();
     let mut failure = None;
     for _ in 0..shards {
@@ -241,7 +290,7 @@ fn startup(
         }
     }
     println!("ringlog listening on {address} with {shards} shards");
-    Ok(())
+    Ok(address)
 }
 
 /// Binds one SO_REUSEPORT listener per shard on the same address. A plain bind first proves
@@ -265,11 +314,12 @@ fn listeners_bind(
     Ok((address, listeners))
 }
 
-/// Startup failed: tell every shard to exit and wait for them.
+/// Startup failed: tell every shard (and the registration thread) to exit and wait for them.
 fn abort(
     router: &Router,
     starts: &[mpsc::Sender<Start>],
     threads: Vec<std::thread::JoinHandle<Option<ShardReport>>>,
+    registration: Option<Registration>,
 ) {
     router.stop();
     for start in starts {
@@ -277,6 +327,9 @@ fn abort(
     }
     for thread in threads {
         let _ = thread.join();
+    }
+    if let Some(registration) = registration {
+        registration.finish();
     }
 }
 
