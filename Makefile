@@ -8,7 +8,7 @@ BENCH_SECONDS ?= 10
 BENCH_DIR ?= $(CURDIR)/target/bench-data
 RELEASE := target/release
 
-.PHONY: help deps shellcheck-deps fuzz-smoke build check test sim bench bench-disk bench-journal ci clean
+.PHONY: help deps shellcheck-deps zk-deps fuzz-smoke build check test sim bench bench-disk bench-journal ci clean
 
 ## Show this help.
 help:
@@ -18,6 +18,10 @@ help:
 deps:
 	@command -v $(CARGO) >/dev/null || { echo "cargo not found: install Rust with rustup" >&2; exit 1; }
 	@$(CARGO) --version
+
+## Fetch ZooKeeper (Maven Central, via mvn) for the registration tests; needs java and mvn.
+zk-deps:
+	scripts/zk.sh deps
 
 ## Release build of ringlog and ringlog-bench.
 build: deps
