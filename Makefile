@@ -39,7 +39,7 @@ check: deps shellcheck-deps
 	$(CARGO) clippy --workspace --all-targets --release $(EXTRA_CARGO_ARGS) -- -D warnings
 
 ## Everything CI runs: lints, unit + integration tests (io_uring required), simulation seeds.
-test: check
+test: check zk-deps
 	REQUIRE_URING=1 $(CARGO) test --workspace --release $(EXTRA_CARGO_ARGS)
 	$(MAKE) sim
 

@@ -12,7 +12,8 @@
 # arguments form binds every interface, and a test server should listen on loopback only.
 # Environment: ZK_TICK_MS (default 200: sessions expire within a tick of their timeout, so
 # short test sessions expire on time; the smallest session timeout is 2 ticks),
-# ZK_START_TIMEOUT_S (default 60), ZK_CACHE_DIR.
+# ZK_START_TIMEOUT_S (default 60), ZK_CACHE_DIR, ZK_WATCH_PID (stop the server once that
+# process exits: a test run that dies leaves no server behind).
 set -euo pipefail
 
 PROG=${0##*/}
@@ -25,7 +26,7 @@ START_TIMEOUT_S=${ZK_START_TIMEOUT_S:-60}
 STOP_TIMEOUT_S=10
 
 usage() {
-  sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
@@ -111,6 +112,11 @@ EOF
     fi
     sleep 0.2
   done
+  if [[ -n ${ZK_WATCH_PID:-} ]]; then
+    # shellcheck disable=SC2016 # expanded by the inner bash.
+    nohup bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 1; done; "$2" stop "$3"' \
+      _ "$ZK_WATCH_PID" "$ROOT/scripts/$PROG" "$dir" >/dev/null 2>&1 </dev/null &
+  fi
   echo "zookeeper $VERSION listening on 127.0.0.1:$port (pid $pid, dir $dir)"
 }
 

@@ -13,5 +13,6 @@ mod durability;
 mod fencing;
 mod hostile;
 mod large;
+mod registration;
 mod startup;
 mod support;

@@ -187,6 +187,11 @@ impl Server {
         Client::connect(self.address)
     }
 
+    /// The process id, to send it signals.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// SIGKILL: no shutdown path runs at all.
     pub fn kill(mut self) -> Exited {
         self.child.kill().unwrap();
