@@ -91,14 +91,22 @@ impl Drop for ExitOnPanic {
 }
 
 async fn run(control: Control) {
-    let Some(client) = startup(&control).await else {
+    let Some(mut client) = startup(&control).await else {
         return;
     };
     let Some(address) = register_command_wait(&control).await else {
         control.reply(Reply::Interrupted);
-        close(client).await;
+        close(client, deregister_bound()).await;
         return;
     };
+    // Journal recovery can outlast a session cut off meanwhile.
+    if session_ended(&client) {
+        let Some(new) = reconnect(&control).await else {
+            control.reply(Reply::Interrupted);
+            return;
+        };
+        client = new;
+    }
     match register(&control, &client, address).await {
         Ok(Some(bookie)) => {
             let place = place_of(bookie.held);
@@ -110,11 +118,11 @@ async fn run(control: Control) {
         }
         Ok(None) => {
             control.reply(Reply::Interrupted);
-            close(client).await;
+            close(client, deregister_bound()).await;
         }
         Err(error) => {
             control.reply(Reply::Failed(error));
-            close(client).await;
+            close(client, deregister_bound()).await;
         }
     }
 }
@@ -134,7 +142,7 @@ async fn startup(control: &Control) -> Option<Client> {
     };
     if let Err(error) = parents_create(control, &client).await {
         control.reply(Reply::Failed(error));
-        close(client).await;
+        close(client, deregister_bound()).await;
         return None;
     }
     control.reply(Reply::Connected);
@@ -556,7 +564,7 @@ async fn reconnect(control: &Control) -> Option<Client> {
                 Ok(()) => return Some(client),
                 Err(error) => {
                     eprintln!("ringlog: registration: {error}; retrying");
-                    close(client).await;
+                    close(client, deregister_bound()).await;
                 }
             },
             Ok(None) => return None,
@@ -568,9 +576,10 @@ async fn reconnect(control: &Control) -> Option<Client> {
     }
 }
 
-/// Deletes our znodes and closes the session, within `ZK_DEREGISTER_TIMEOUT_MS`.
+/// Deletes our znodes and closes the session, both within `ZK_DEREGISTER_TIMEOUT_MS`.
 async fn deregister(control: &Control, client: Client, mut bookie: Bookie) {
-    let bound = Duration::from_millis(limits::ZK_DEREGISTER_TIMEOUT_MS);
+    let bound = deregister_bound();
+    let deadline = Instant::now() + bound;
     let place = place_of(bookie.held);
     let path = control.paths.registration(place, &bookie.id.id);
     let steps = steps_apply(control, &client, &mut bookie, None);
@@ -582,12 +591,16 @@ async fn deregister(control: &Control, client: Client, mut bookie: Bookie) {
             limits::ZK_DEREGISTER_TIMEOUT_MS
         ),
     }
-    close(client).await;
+    close(client, deadline.saturating_duration_since(Instant::now())).await;
 }
 
-/// Closes the session (ZooKeeper then drops its ephemeral znodes at once) and waits for
-/// the close to complete, within `ZK_DEREGISTER_TIMEOUT_MS`.
-async fn close(client: Client) {
+fn deregister_bound() -> Duration {
+    Duration::from_millis(limits::ZK_DEREGISTER_TIMEOUT_MS)
+}
+
+/// Closes the session (ZooKeeper then drops its ephemeral znodes at once) and waits up to
+/// `bound` for the close to complete.
+async fn close(client: Client, bound: Duration) {
     if session_ended(&client) {
         return;
     }
@@ -604,7 +617,6 @@ async fn close(client: Client) {
             }
         }
     };
-    let bound = Duration::from_millis(limits::ZK_DEREGISTER_TIMEOUT_MS);
     let _ = tokio::time::timeout(bound, closed).await;
 }
 

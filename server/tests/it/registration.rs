@@ -51,21 +51,27 @@ fn zookeeper_start() -> Result<String, String> {
     let port = free_port();
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("it-zk-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
+    zk_script(&["start", &port.to_string(), &dir.display().to_string()])?;
+    Ok(format!("127.0.0.1:{port}"))
+}
+
+/// Runs scripts/zk.sh; a server it starts is stopped when this test binary exits.
+fn zk_script(args: &[&str]) -> Result<(), String> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/zk.sh");
     let output = Command::new(&script)
-        .args(["start", &port.to_string(), &dir.display().to_string()])
+        .args(args)
         .env("ZK_WATCH_PID", std::process::id().to_string())
         .output()
         .map_err(|error| format!("cannot run {}: {error}", script.display()))?;
     if !output.status.success() {
         return Err(format!(
-            "{} start failed: {}{}",
+            "{} {args:?} failed: {}{}",
             script.display(),
             String::from_utf8_lossy(&output.stdout),
             String::from_utf8_lossy(&output.stderr)
         ));
     }
-    Ok(format!("127.0.0.1:{port}"))
+    Ok(())
 }
 
 fn free_port() -> u16 {
@@ -533,4 +539,54 @@ fn a_read_only_journal_moves_the_registration_and_back() {
         .filter(|line| line.starts_with("ringlog: registration moves to "))
         .count();
     assert_eq!(moved, 2, "{:?}", exited.stdout);
+}
+
+#[test]
+fn a_zookeeper_outage_does_not_stop_the_shards() {
+    // Its own ZooKeeper, to stop and restart (the shared one serves the other tests).
+    let (true, Some(_)) = (uring_available(), zookeeper()) else {
+        return;
+    };
+    let port = free_port().to_string();
+    let zk_dir = TestDir::new("registration-outage-zk");
+    let zk_dir_name = zk_dir.0.display().to_string();
+    zk_script(&["start", &port, &zk_dir_name]).unwrap();
+    let address = format!("127.0.0.1:{port}");
+    let root = root("outage");
+    let dir = TestDir::new("registration-outage");
+    let extra = ["--zk-session-timeout-ms", "4000"];
+    let server = Server::start(&dir.0, 1, &zk_args(&address, &root, &extra));
+    let path = available(&root, &server.address.to_string());
+    let zk = Zk::connect(&address);
+    let owner = zk.wait_present(&path).ephemeral_owner;
+    drop(zk);
+    zk_script(&["stop", &zk_dir_name]).unwrap();
+    let mut client = server.connect();
+    let key = crate::support::KEY;
+    for entry in 0..100 {
+        assert_eq!(client.add(0, &key, 3, entry), code::EOK);
+    }
+    // Back: the node is there again, in the same session if the restart beat the session
+    // timeout, else in a new one.
+    zk_script(&["start", &port, &zk_dir_name]).unwrap();
+    let zk = Zk::connect(&address);
+    let stat = zk.wait_present(&path);
+    assert_ne!(stat.ephemeral_owner, 0);
+    if stat.ephemeral_owner != owner {
+        println!("the ZooKeeper restart outlasted the session: registered again");
+    }
+    assert_eq!(client.add(0, &key, 3, 100), code::EOK);
+    // Down again at shutdown: the exit is bounded, and the node expires with the session.
+    drop(zk);
+    zk_script(&["stop", &zk_dir_name]).unwrap();
+    let stopping = Instant::now();
+    let exited = server.terminate();
+    assert_eq!(exited.status.code(), Some(0), "{:?}", exited.stderr);
+    assert!(
+        stopping.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        stopping.elapsed()
+    );
+    let message = exited.stderr.join("\n");
+    assert!(message.contains("cannot deregister"), "{message}");
 }
