@@ -122,13 +122,7 @@ pub fn run(config: Config) -> Result<Outcome, RunError> {
         })?;
     let router = Arc::new(router);
     // Connects to ZooKeeper while the shards recover their journals.
-    let registration = match config.registration.clone() {
-        Some(settings) => Some(
-            Registration::start(settings, &config.data_dir, Arc::clone(&router), shutdown)
-                .map_err(RunError::Registration)?,
-        ),
-        None => None,
-    };
+    let registration = registration_start(&config, &router, shutdown)?;
     let config = Arc::new(config);
     let (status_sender, status) = mpsc::channel();
     let mut starts = Vec::with_capacity(shards);
@@ -165,14 +159,7 @@ pub fn run(config: Config) -> Result<Outcome, RunError> {
         abort(&router, &starts, threads, registration);
         return Err(error);
     }
-    let reports: Vec<ShardReport> = threads
-        .into_iter()
-        .filter_map(|thread| thread.join().ok().flatten())
-        .collect();
-    // The shards stopped, so the registration thread has begun deregistering: wait for it.
-    if let Some(registration) = registration {
-        registration.finish();
-    }
+    let reports = shards_join(threads, registration);
     for report in &reports {
         println!("{}", summary_line(report));
     }
@@ -223,6 +210,36 @@ fn shard_directories_check(data_dir: &std::path::Path, shards: usize) -> Result<
         return Err(RunError::ShardsFewerThanJournals { journals, shards });
     }
     Ok(())
+}
+
+/// Waits for the shards to stop, then for the registration thread, which began
+/// deregistering when they began stopping.
+fn shards_join(
+    threads: Vec<std::thread::JoinHandle<Option<ShardReport>>>,
+    registration: Option<Registration>,
+) -> Vec<ShardReport> {
+    let reports = threads
+        .into_iter()
+        .filter_map(|thread| thread.join().ok().flatten())
+        .collect();
+    if let Some(registration) = registration {
+        registration.finish();
+    }
+    reports
+}
+
+/// With --zk, the registration thread.
+fn registration_start(
+    config: &Config,
+    router: &Arc<Router>,
+    shutdown: &'static std::sync::atomic::AtomicBool,
+) -> Result<Option<Registration>, RunError> {
+    let Some(settings) = config.registration.clone() else {
+        return Ok(None);
+    };
+    Registration::start(settings, &config.data_dir, Arc::clone(router), shutdown)
+        .map(Some)
+        .map_err(RunError::Registration)
 }
 
 /// With --zk, waits for the ZooKeeper session before binding (an unreachable ZooKeeper
