@@ -26,7 +26,7 @@ mod znode;
 mod tests;
 
 pub use bookie_id::BookieIdError;
-pub use znode::CookieError;
+pub use znode::{Cookie, CookieError};
 
 use crate::config::RegistrationConfig;
 use crate::router::Router;
@@ -91,10 +91,8 @@ pub enum RegistrationError {
     /// directory (or disk) now answers for this bookie id.
     CookieMismatch {
         path: String,
-        stored_journal: String,
-        ours_journal: String,
-        stored_instance: Option<String>,
-        ours_instance: Option<String>,
+        stored: Box<Cookie>,
+        ours: Box<Cookie>,
     },
     /// Another session (owner 0: a persistent znode) holds our registration znode and it did
     /// not go away within the wait.
@@ -151,26 +149,28 @@ impl std::fmt::Display for RegistrationError {
 
 impl RegistrationError {
     fn cookie_mismatch(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let RegistrationError::CookieMismatch {
-            path,
-            stored_journal,
-            ours_journal,
-            stored_instance,
-            ours_instance,
-        } = self
-        else {
+        let RegistrationError::CookieMismatch { path, stored, ours } = self else {
             unreachable!("called for CookieMismatch");
         };
+        let hosts_differ = stored.bookie_host != ours.bookie_host;
+        let instances_differ = stored.instance_id != ours.instance_id;
         write!(
             f,
-            "the cookie {path} was written for journal directory {stored_journal:?}"
+            "the cookie {path} was written for journal directory {:?}",
+            stored.journal_dirs
         )?;
-        if stored_instance != ours_instance {
-            write!(f, " in cluster instance {stored_instance:?}")?;
+        if hosts_differ {
+            write!(f, " of bookie {:?}", stored.bookie_host)?;
         }
-        write!(f, " but this bookie uses {ours_journal:?}")?;
-        if stored_instance != ours_instance {
-            write!(f, " in cluster instance {ours_instance:?}")?;
+        if instances_differ {
+            write!(f, " in cluster instance {:?}", stored.instance_id)?;
+        }
+        write!(f, " but this bookie uses {:?}", ours.journal_dirs)?;
+        if hosts_differ {
+            write!(f, " as {:?}", ours.bookie_host)?;
+        }
+        if instances_differ {
+            write!(f, " in cluster instance {:?}", ours.instance_id)?;
         }
         write!(
             f,

@@ -348,10 +348,8 @@ fn cookie_compare(path: &str, stored: &Cookie, ours: &Cookie) -> Result<(), Regi
     }
     Err(RegistrationError::CookieMismatch {
         path: path.to_string(),
-        stored_journal: stored.journal_dirs.clone(),
-        ours_journal: ours.journal_dirs.clone(),
-        stored_instance: stored.instance_id.clone(),
-        ours_instance: ours.instance_id.clone(),
+        stored: Box::new(stored.clone()),
+        ours: Box::new(ours.clone()),
     })
 }
 

@@ -245,3 +245,45 @@ fn steps_create_the_target_before_deleting_the_other() {
     assert_eq!(place_wanted(false), Place::Available);
     assert_eq!(place_wanted(true), Place::ReadOnly);
 }
+
+#[test]
+fn errors_say_what_differs_and_what_to_do() {
+    use super::RegistrationError;
+    let mismatch = |stored: Cookie, ours: Cookie| {
+        RegistrationError::CookieMismatch {
+            path: "/ledgers/cookies/b:1".into(),
+            stored: Box::new(stored),
+            ours: Box::new(ours),
+        }
+        .to_string()
+    };
+    let message = mismatch(
+        Cookie::new("b:1", "/old", None),
+        Cookie::new("b:1", "/new", None),
+    );
+    assert!(message.starts_with(
+        "the cookie /ledgers/cookies/b:1 was written for journal \
+                                 directory \"/old\" but this bookie uses \"/new\": "
+    ));
+    assert!(message.contains("--data-dir"), "{message}");
+    let message = mismatch(
+        Cookie::new("c:2", "/d", Some("one".into())),
+        Cookie::new("b:1", "/d", Some("two".into())),
+    );
+    assert!(message.contains("\"/d\" of bookie \"c:2\" in cluster instance Some(\"one\")"));
+    assert!(message.contains("uses \"/d\" as \"b:1\" in cluster instance Some(\"two\")"));
+    let held = |owner| {
+        RegistrationError::RegistrationHeld {
+            path: "/ledgers/available/b:1".into(),
+            owner,
+            waited: std::time::Duration::from_millis(12_000),
+        }
+        .to_string()
+    };
+    let message = held(0x1234);
+    assert!(
+        message.contains("held by ZooKeeper session 0x1234 after 12.0 s"),
+        "{message}"
+    );
+    assert!(held(0).contains("persistent znode"));
+}
