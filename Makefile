@@ -10,7 +10,7 @@ BENCH_SECONDS ?= 10
 BENCH_DIR ?= $(CURDIR)/target/bench-data
 RELEASE := target/release
 
-.PHONY: help deps shellcheck-deps fuzz-smoke build check test sim crash bench bench-disk bench-journal ci clean
+.PHONY: help deps shellcheck-deps zk-deps fuzz-smoke build check test sim crash bench bench-disk bench-journal ci clean
 
 ## Show this help.
 help:
@@ -20,6 +20,10 @@ help:
 deps:
 	@command -v $(CARGO) >/dev/null || { echo "cargo not found: install Rust with rustup" >&2; exit 1; }
 	@$(CARGO) --version
+
+## Fetch ZooKeeper (Maven Central, via mvn) for the registration tests; needs java and mvn.
+zk-deps:
+	scripts/zk.sh deps
 
 ## Release build of ringlog and ringlog-bench.
 build: deps
@@ -37,7 +41,7 @@ check: deps shellcheck-deps
 	$(CARGO) clippy --workspace --all-targets --release $(EXTRA_CARGO_ARGS) -- -D warnings
 
 ## Everything CI runs: lints, all tests (io_uring required), sim seeds, 20 crash cycles, fuzz smoke.
-test: check
+test: check zk-deps
 	REQUIRE_URING=1 $(CARGO) test --workspace --release $(EXTRA_CARGO_ARGS)
 	$(MAKE) sim
 	$(MAKE) crash CYCLES=20

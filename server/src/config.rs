@@ -112,6 +112,29 @@ pub struct ServeArgs {
     /// Frames decoded per connection per loop turn. 1 to 1000000. Default: 1000.
     #[arg(long, value_name = "N")]
     pub frames_per_turn_max: Option<usize>,
+    /// Register this bookie in ZooKeeper, as BookKeeper clients expect: a comma-separated
+    /// list of servers (BookKeeper's zkServers). The registration appears once every shard
+    /// serves and is removed at shutdown. Default: none (no registration).
+    #[arg(long, value_name = "HOST:PORT[,..]")]
+    pub zk: Option<String>,
+    /// ZooKeeper path of the BookKeeper metadata (zkLedgersRootPath); bookies register under
+    /// ROOT/available. Needs --zk. Default: /ledgers.
+    #[arg(long, value_name = "PATH")]
+    pub zk_root: Option<String>,
+    /// IPv4:PORT that clients connect to; it is also the bookie id in ZooKeeper. Needs --zk.
+    /// Default: the listen address, or with an unspecified listen IP (0.0.0.0) the host's
+    /// primary non-loopback IPv4 and the listen port.
+    #[arg(long, value_name = "IP:PORT")]
+    pub advertised_address: Option<SocketAddr>,
+    /// ZooKeeper session timeout in milliseconds (zkTimeout): how long the registration
+    /// outlives a crash, and how long startup waits for one left by an earlier run. The
+    /// server may clamp it. Needs --zk. 100 to 600000. Default: 10000.
+    #[arg(long, value_name = "MS")]
+    pub zk_session_timeout_ms: Option<u64>,
+    /// How long startup keeps retrying an unreachable ZooKeeper before it exits with status
+    /// 1. Needs --zk. 100 to 3600000. Default: 30000.
+    #[arg(long, value_name = "MS")]
+    pub zk_connect_timeout_ms: Option<u64>,
 }
 
 /// The validated server configuration.
@@ -137,6 +160,23 @@ pub struct Config {
     pub requests_in_flight_max: usize,
     /// Frames decoded per connection per loop turn.
     pub frames_per_turn_max: usize,
+    /// ZooKeeper registration; `None` without --zk.
+    pub registration: Option<RegistrationConfig>,
+}
+
+/// Where and how the bookie registers in ZooKeeper (`registration`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegistrationConfig {
+    /// The ZooKeeper connect string, `HOST:PORT[,HOST:PORT...]`.
+    pub servers: String,
+    /// The BookKeeper metadata root, such as `/ledgers`.
+    pub root: String,
+    /// The address published to clients (and the bookie id); `None`: from the listen address.
+    pub advertised_address: Option<SocketAddr>,
+    /// The session timeout asked of ZooKeeper.
+    pub session_timeout: Duration,
+    /// How long startup retries an unreachable ZooKeeper.
+    pub connect_timeout: Duration,
 }
 
 /// Why the flags and config file do not make a configuration.
@@ -168,6 +208,14 @@ pub enum ConfigError {
     ShardsCoresMismatch { shards: usize, cores: usize },
     /// The engine rejected its settings.
     Journal(engine::config::ConfigError),
+    /// A ZooKeeper option was given without --zk.
+    ZkMissing { option: &'static str },
+    /// The --zk list is not `HOST:PORT[,HOST:PORT...]`.
+    ZkServers { servers: String },
+    /// The --zk-root path is not an absolute ZooKeeper path.
+    ZkRoot { root: String },
+    /// The --advertised-address cannot be a bookie id.
+    AdvertisedAddress { address: SocketAddr },
 }
 
 impl std::fmt::Display for ConfigError {
@@ -205,6 +253,23 @@ impl std::fmt::Display for ConfigError {
                 )
             }
             ConfigError::Journal(error) => write!(f, "{error}"),
+            ConfigError::ZkMissing { option } => {
+                write!(f, "--{option} needs --zk (or zk in --config)")
+            }
+            ConfigError::ZkServers { servers } => write!(
+                f,
+                "invalid --zk {servers:?}: expected HOST:PORT[,HOST:PORT...] with ports 1-65535 \
+                 and no chroot (use --zk-root)"
+            ),
+            ConfigError::ZkRoot { root } => write!(
+                f,
+                "invalid --zk-root {root:?}: expected an absolute ZooKeeper path such as /ledgers"
+            ),
+            ConfigError::AdvertisedAddress { address } => write!(
+                f,
+                "invalid --advertised-address {address}: a bookie id needs an IPv4 address \
+                 other than 0.0.0.0 and a port other than 0"
+            ),
         }
     }
 }
@@ -245,12 +310,18 @@ impl ServeArgs {
             idle_timeout_ms: self.idle_timeout_ms.or(file.idle_timeout_ms),
             requests_in_flight_max: self.requests_in_flight_max.or(file.requests_in_flight_max),
             frames_per_turn_max: self.frames_per_turn_max.or(file.frames_per_turn_max),
+            zk: self.zk.or(file.zk),
+            zk_root: self.zk_root.or(file.zk_root),
+            advertised_address: self.advertised_address.or(file.advertised_address),
+            zk_session_timeout_ms: self.zk_session_timeout_ms.or(file.zk_session_timeout_ms),
+            zk_connect_timeout_ms: self.zk_connect_timeout_ms.or(file.zk_connect_timeout_ms),
         }
     }
 
     /// Applies defaults and checks every bound. `cores_available` is the set of cores this
     /// process may run on (passed in so the rules can be tested without the machine).
     pub fn resolve(self, cores_available: &[usize]) -> Result<Config, ConfigError> {
+        let registration = self.registration()?;
         let data_dir = self.data_dir.ok_or(ConfigError::DataDirMissing)?;
         let listen = self.listen.unwrap_or(SocketAddr::new(
             IpAddr::V4(Ipv4Addr::UNSPECIFIED),
@@ -298,10 +369,106 @@ impl ServeArgs {
             frames_per_turn_max: self
                 .frames_per_turn_max
                 .unwrap_or(limits::FRAMES_PER_TURN_MAX_DEFAULT),
+            registration,
         };
         config.validate()?;
         Ok(config)
     }
+
+    /// The registration settings, checked: `None` without --zk, and then no other ZooKeeper
+    /// option may be set (it would silently do nothing).
+    fn registration(&self) -> Result<Option<RegistrationConfig>, ConfigError> {
+        let Some(servers) = self.zk.clone() else {
+            let options = [
+                ("zk-root", self.zk_root.is_some()),
+                ("advertised-address", self.advertised_address.is_some()),
+                (
+                    "zk-session-timeout-ms",
+                    self.zk_session_timeout_ms.is_some(),
+                ),
+                (
+                    "zk-connect-timeout-ms",
+                    self.zk_connect_timeout_ms.is_some(),
+                ),
+            ];
+            return match options.iter().find(|(_, set)| *set) {
+                Some(&(option, _)) => Err(ConfigError::ZkMissing { option }),
+                None => Ok(None),
+            };
+        };
+        if !zk_servers_valid(&servers) {
+            return Err(ConfigError::ZkServers { servers });
+        }
+        let root = self
+            .zk_root
+            .clone()
+            .unwrap_or_else(|| limits::ZK_ROOT_DEFAULT.to_string());
+        if !zk_path_valid(&root) {
+            return Err(ConfigError::ZkRoot { root });
+        }
+        if let Some(address) = self.advertised_address {
+            let ipv4 = matches!(address.ip(), IpAddr::V4(ip) if !ip.is_unspecified());
+            if !ipv4 || address.port() == 0 {
+                return Err(ConfigError::AdvertisedAddress { address });
+            }
+        }
+        let session_ms = self
+            .zk_session_timeout_ms
+            .unwrap_or(limits::ZK_SESSION_TIMEOUT_MS_DEFAULT);
+        let session = limits::ZK_SESSION_TIMEOUT_MS_MIN..=limits::ZK_SESSION_TIMEOUT_MS_MAX;
+        if !session.contains(&session_ms) {
+            return Err(ConfigError::OutOfBounds {
+                option: "zk-session-timeout-ms",
+                expected: "100..=600000",
+            });
+        }
+        let connect_ms = self
+            .zk_connect_timeout_ms
+            .unwrap_or(limits::ZK_CONNECT_TIMEOUT_MS_DEFAULT);
+        let connect = limits::ZK_CONNECT_TIMEOUT_MS_MIN..=limits::ZK_CONNECT_TIMEOUT_MS_MAX;
+        if !connect.contains(&connect_ms) {
+            return Err(ConfigError::OutOfBounds {
+                option: "zk-connect-timeout-ms",
+                expected: "100..=3600000",
+            });
+        }
+        Ok(Some(RegistrationConfig {
+            servers,
+            root,
+            advertised_address: self.advertised_address,
+            session_timeout: Duration::from_millis(session_ms),
+            connect_timeout: Duration::from_millis(connect_ms),
+        }))
+    }
+}
+
+/// `HOST:PORT[,HOST:PORT...]`: at most `ZK_SERVERS_MAX` entries, each a non-empty host
+/// without `/` (no chroot suffix: the root is --zk-root) and a port from 1 to 65535.
+#[must_use]
+pub fn zk_servers_valid(servers: &str) -> bool {
+    let entries: Vec<&str> = servers.split(',').collect();
+    entries.len() <= limits::ZK_SERVERS_MAX
+        && entries.iter().all(|entry| {
+            let Some((host, port)) = entry.trim().rsplit_once(':') else {
+                return false;
+            };
+            let host_ok = !host.is_empty() && !host.contains(['/', ' ']);
+            host_ok && port.parse::<u16>().is_ok_and(|port| port != 0)
+        })
+}
+
+/// An absolute ZooKeeper path other than `/`: no empty, `.` or `..` component, no trailing
+/// `/`, and no character ZooKeeper refuses (NUL and other control characters).
+#[must_use]
+pub fn zk_path_valid(path: &str) -> bool {
+    let Some(rest) = path.strip_prefix('/') else {
+        return false;
+    };
+    path.len() <= limits::ZK_ROOT_SIZE_MAX
+        && !path.chars().any(char::is_control)
+        && rest
+            .split('/')
+            .all(|part| !part.is_empty() && part != "." && part != "..")
 }
 
 impl Config {

@@ -3,19 +3,22 @@
 //! `run` starts one shard per configured core (`shard`), each with its own io_uring, journal
 //! and SO_REUSEPORT listener; `router` places ledgers on shards and carries requests between
 //! them; `connection` holds per-connection state; `protocol` is the pure wire codec (v2
-//! frames, v3 protobuf messages in `protocol::v3`).
+//! frames, v3 protobuf messages in `protocol::v3`); `registration` lists the bookie in
+//! ZooKeeper from its own thread (with --zk).
 #![forbid(unsafe_code)]
 
 pub mod config;
 mod connection;
 pub mod limits;
 pub mod protocol;
+pub mod registration;
 pub mod router;
 mod shard;
 
 pub use config::Config;
 pub use shard::{ShardReport, ShardStats, StartError};
 
+use registration::{Registration, RegistrationError};
 use router::Router;
 use shard::{ShardSetup, Start, Status};
 use std::net::SocketAddr;
@@ -61,6 +64,8 @@ pub enum RunError {
         address: SocketAddr,
         error: std::io::Error,
     },
+    /// The ZooKeeper registration failed (--zk).
+    Registration(RegistrationError),
 }
 
 impl std::fmt::Display for RunError {
@@ -90,6 +95,7 @@ impl std::fmt::Display for RunError {
             RunError::Setup { what, error } => write!(f, "cannot create {what}: {error}"),
             RunError::Shard { shard, error } => write!(f, "shard {shard}: {error}"),
             RunError::Bind { address, error } => write!(f, "cannot listen on {address}: {error}"),
+            RunError::Registration(error) => write!(f, "registration: {error}"),
         }
     }
 }
@@ -137,6 +143,8 @@ pub fn run(config: Config) -> Result<Outcome, RunError> {
             error,
         })?;
     let router = Arc::new(router);
+    // Connects to ZooKeeper while the shards recover their journals.
+    let registration = registration_start(&config, &router, shutdown)?;
     let config = Arc::new(config);
     let (status_sender, status) = mpsc::channel();
     let mut starts = Vec::with_capacity(shards);
@@ -159,7 +167,7 @@ pub fn run(config: Config) -> Result<Outcome, RunError> {
         match thread {
             Ok(thread) => threads.push(thread),
             Err(error) => {
-                abort(&router, &starts, threads);
+                abort(&router, &starts, threads, registration);
                 return Err(RunError::Setup {
                     what: "a shard thread",
                     error,
@@ -169,14 +177,11 @@ pub fn run(config: Config) -> Result<Outcome, RunError> {
         starts.push(start_sender);
     }
     drop(status_sender);
-    if let Err(error) = startup(&config, &status, &starts) {
-        abort(&router, &starts, threads);
+    if let Err(error) = serve_start(&config, &status, &starts, registration.as_ref()) {
+        abort(&router, &starts, threads, registration);
         return Err(error);
     }
-    let reports: Vec<ShardReport> = threads
-        .into_iter()
-        .filter_map(|thread| thread.join().ok().flatten())
-        .collect();
+    let reports = shards_join(threads, registration);
     for report in &reports {
         println!("{}", summary_line(report));
     }
@@ -229,13 +234,74 @@ fn shard_directories_check(data_dir: &std::path::Path, shards: usize) -> Result<
     Ok(())
 }
 
+/// Waits for the shards to stop, then for the registration thread, which began
+/// deregistering when they began stopping.
+fn shards_join(
+    threads: Vec<std::thread::JoinHandle<Option<ShardReport>>>,
+    registration: Option<Registration>,
+) -> Vec<ShardReport> {
+    let reports = threads
+        .into_iter()
+        .filter_map(|thread| thread.join().ok().flatten())
+        .collect();
+    if let Some(registration) = registration {
+        registration.finish();
+    }
+    reports
+}
+
+/// With --zk, the registration thread.
+fn registration_start(
+    config: &Config,
+    router: &Arc<Router>,
+    shutdown: &'static std::sync::atomic::AtomicBool,
+) -> Result<Option<Registration>, RunError> {
+    let Some(settings) = config.registration.clone() else {
+        return Ok(None);
+    };
+    Registration::start(settings, &config.data_dir, Arc::clone(router), shutdown)
+        .map(Some)
+        .map_err(RunError::Registration)
+}
+
+/// With --zk, waits for the ZooKeeper session before binding (an unreachable ZooKeeper
+/// fails the start before any port opens), and registers once every shard serves.
+fn serve_start(
+    config: &Config,
+    status: &mpsc::Receiver<Status>,
+    starts: &[mpsc::Sender<Start>],
+    registration: Option<&Registration>,
+) -> Result<(), RunError> {
+    let registration = match registration {
+        Some(registration) if registration.connected().map_err(RunError::Registration)? => {
+            Some(registration)
+        }
+        // Stopping already, or no --zk.
+        _ => None,
+    };
+    let address = startup(config, status, starts)?;
+    let Some(registration) = registration else {
+        return Ok(());
+    };
+    if let Some(registered) = registration
+        .register(address)
+        .map_err(RunError::Registration)?
+    {
+        println!(
+            "ringlog registered as {} in ZooKeeper at {}",
+            registered.id, registered.path
+        );
+    }
+    Ok(())
+}
+
 /// Waits until every journal is open, binds every listener (all before any shard accepts, so
 /// the port is never half-served), hands them out and waits until every shard accepts.
 fn startup(
     config: &Config,
     status: &mpsc::Receiver<Status>,
     starts: &[mpsc::Sender<Start>],
-) -> Result<(), RunError> {
+) -> Result<SocketAddr, RunError> {
     let shards = starts.len();
     let mut failure = None;
     for _ in 0..shards {
@@ -263,7 +329,7 @@ fn startup(
         }
     }
     println!("ringlog listening on {address} with {shards} shards");
-    Ok(())
+    Ok(address)
 }
 
 /// Binds one SO_REUSEPORT listener per shard on the same address. A plain bind first proves
@@ -287,11 +353,12 @@ fn listeners_bind(
     Ok((address, listeners))
 }
 
-/// Startup failed: tell every shard to exit and wait for them.
+/// Startup failed: tell every shard (and the registration thread) to exit and wait for them.
 fn abort(
     router: &Router,
     starts: &[mpsc::Sender<Start>],
     threads: Vec<std::thread::JoinHandle<Option<ShardReport>>>,
+    registration: Option<Registration>,
 ) {
     router.stop();
     for start in starts {
@@ -299,6 +366,9 @@ fn abort(
     }
     for thread in threads {
         let _ = thread.join();
+    }
+    if let Some(registration) = registration {
+        registration.finish();
     }
 }
 

@@ -105,6 +105,38 @@ pub const LOOP_WAIT_MS_MAX: u64 = 100;
 /// wakes the shard when room appears).
 pub const LOOP_WAIT_MS_RETRY: u64 = 1;
 
+/// BookKeeper's `zkLedgersRootPath`.
+pub const ZK_ROOT_DEFAULT: &str = "/ledgers";
+/// Longest --zk-root: the paths under it stay far below ZooKeeper's 1 MiB request limit.
+pub const ZK_ROOT_SIZE_MAX: usize = 1024;
+/// Entries in the --zk server list.
+pub const ZK_SERVERS_MAX: usize = 64;
+/// BookKeeper's `zkTimeout`: 10 s.
+pub const ZK_SESSION_TIMEOUT_MS_DEFAULT: u64 = 10_000;
+/// Smallest session timeout asked for; ZooKeeper itself clamps to 2..=20 ticks.
+pub const ZK_SESSION_TIMEOUT_MS_MIN: u64 = 100;
+/// Largest session timeout asked for: 10 minutes.
+pub const ZK_SESSION_TIMEOUT_MS_MAX: u64 = 600_000;
+/// How long startup retries an unreachable ZooKeeper before exiting with status 1.
+pub const ZK_CONNECT_TIMEOUT_MS_DEFAULT: u64 = 30_000;
+/// Smallest connect timeout: one attempt.
+pub const ZK_CONNECT_TIMEOUT_MS_MIN: u64 = 100;
+/// Largest connect timeout: one hour.
+pub const ZK_CONNECT_TIMEOUT_MS_MAX: u64 = 3_600_000;
+/// First pause between ZooKeeper connection attempts; it doubles up to the max.
+pub const ZK_RETRY_BACKOFF_MS_INITIAL: u64 = 100;
+/// Longest pause between ZooKeeper connection attempts.
+pub const ZK_RETRY_BACKOFF_MS_MAX: u64 = 5_000;
+/// How often the registration thread looks at the shards' read-only flags, the stop flag
+/// and its session: bounds how late a read-only move or a deregistration starts.
+pub const REGISTRATION_POLL_MS: u64 = 100;
+/// Added to the session timeout when waiting for a registration left by an earlier run:
+/// ZooKeeper expires sessions on its tick, up to a tick (2 s by default) after the timeout.
+pub const ZK_STALE_REGISTRATION_GRACE_MS: u64 = 2_000;
+/// Bound on deleting the registration and closing the session at shutdown; past it the
+/// process exits anyway and the session expires on its own.
+pub const ZK_DEREGISTER_TIMEOUT_MS: u64 = 5_000;
+
 const _: () = assert!(FRAME_SIZE_MAX_MIN <= FRAME_SIZE_MAX_LIMIT);
 const _: () = assert!(RECV_BUFFER_SIZE_INITIAL <= FRAME_SIZE_MAX_MIN as usize);
 // A whole batch response (the limit, or one largest entry past it) fits under the output cap,
@@ -119,3 +151,10 @@ const _: () = assert!(PEER_REQUESTS_IN_FLIGHT_MAX <= REQUESTS_IN_FLIGHT_MAX_LIMI
 const _: () = assert!(CONNECTIONS_MAX_LIMIT + SHARDS_MAX <= 1 << 20);
 const _: () = assert!(SHARDS_MAX <= u16::MAX as usize);
 const _: () = assert!(IDLE_TIMEOUT_MS_MIN >= LOOP_WAIT_MS_MAX);
+const _: () = assert!(ZK_SESSION_TIMEOUT_MS_MIN <= ZK_SESSION_TIMEOUT_MS_DEFAULT);
+const _: () = assert!(ZK_SESSION_TIMEOUT_MS_DEFAULT <= ZK_SESSION_TIMEOUT_MS_MAX);
+const _: () = assert!(ZK_CONNECT_TIMEOUT_MS_MIN <= ZK_CONNECT_TIMEOUT_MS_DEFAULT);
+const _: () = assert!(ZK_CONNECT_TIMEOUT_MS_DEFAULT <= ZK_CONNECT_TIMEOUT_MS_MAX);
+const _: () = assert!(ZK_RETRY_BACKOFF_MS_INITIAL <= ZK_RETRY_BACKOFF_MS_MAX);
+// A stop is noticed within one poll, well inside the deregistration bound.
+const _: () = assert!(REGISTRATION_POLL_MS < ZK_DEREGISTER_TIMEOUT_MS);

@@ -43,6 +43,9 @@ pub struct Router {
     stop: AtomicBool,
     poisoned: AtomicBool,
     drained: AtomicUsize,
+    /// Per shard: its journal refuses adds (read-only or poisoned). Each shard writes only its
+    /// own flag; the registration thread reads them all.
+    read_only: Vec<AtomicBool>,
 }
 
 /// Why a mail was not delivered.
@@ -78,6 +81,7 @@ impl Router {
             stop: AtomicBool::new(false),
             poisoned: AtomicBool::new(false),
             drained: AtomicUsize::new(0),
+            read_only: (0..shards).map(|_| AtomicBool::new(false)).collect(),
         };
         Ok((router, receivers))
     }
@@ -166,6 +170,23 @@ impl Router {
         } else {
             self.drained.fetch_sub(1, Ordering::SeqCst) - 1
         }
+    }
+
+    /// `shard` reports whether its journal refuses adds. Called every loop turn: it writes
+    /// only on a change, so the shared cache line is not dirtied on the hot path.
+    pub fn read_only_set(&self, shard: ShardId, read_only: bool) {
+        let flag = &self.read_only[usize::from(shard)];
+        if flag.load(Ordering::Relaxed) != read_only {
+            flag.store(read_only, Ordering::Relaxed);
+        }
+    }
+
+    /// True while any shard's journal refuses adds: the bookie registers as read-only.
+    #[must_use]
+    pub fn any_read_only(&self) -> bool {
+        self.read_only
+            .iter()
+            .any(|flag| flag.load(Ordering::Relaxed))
     }
 
     /// True when every shard is drained. Stable once true: a drained shard has nothing in

@@ -514,6 +514,9 @@ impl Shard {
     }
 
     fn poison_check(&mut self) {
+        let journal = &self.context.journal;
+        let read_only = journal.is_read_only() || journal.is_poisoned();
+        self.context.router.read_only_set(self.id, read_only);
         if self.context.journal.is_poisoned() && !self.poison_reported {
             self.poison_reported = true;
             eprintln!(

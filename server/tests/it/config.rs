@@ -83,3 +83,147 @@ fn defaults_and_bounds() {
     .resolve(&[0])
     .is_err());
 }
+
+#[test]
+fn zookeeper_options_default_and_need_zk() {
+    let with = |args: ServeArgs| ServeArgs {
+        data_dir: Some("/data".into()),
+        ..args
+    };
+    let config = with(ServeArgs::default()).resolve(&[0]).unwrap();
+    assert!(config.registration.is_none(), "no --zk, no registration");
+    let zk = |args: ServeArgs| {
+        with(ServeArgs {
+            zk: Some("zk1:2181,10.0.0.2:2182".into()),
+            ..args
+        })
+    };
+    let registration = zk(ServeArgs::default())
+        .resolve(&[0])
+        .unwrap()
+        .registration
+        .unwrap();
+    assert_eq!(registration.servers, "zk1:2181,10.0.0.2:2182");
+    assert_eq!(registration.root, "/ledgers");
+    assert_eq!(registration.advertised_address, None);
+    assert_eq!(registration.session_timeout.as_millis(), 10_000);
+    assert_eq!(registration.connect_timeout.as_millis(), 30_000);
+    // Each ZooKeeper option alone is refused: it would silently do nothing.
+    let lonely = [
+        ServeArgs {
+            zk_root: Some("/x".into()),
+            ..ServeArgs::default()
+        },
+        ServeArgs {
+            advertised_address: Some("10.0.0.1:3181".parse().unwrap()),
+            ..ServeArgs::default()
+        },
+        ServeArgs {
+            zk_session_timeout_ms: Some(1000),
+            ..ServeArgs::default()
+        },
+        ServeArgs {
+            zk_connect_timeout_ms: Some(1000),
+            ..ServeArgs::default()
+        },
+    ];
+    for args in lonely {
+        let error = with(args).resolve(&[0]).unwrap_err().to_string();
+        assert!(error.contains("needs --zk"), "{error}");
+    }
+}
+
+#[test]
+fn zookeeper_options_are_checked() {
+    let zk = |args: ServeArgs| ServeArgs {
+        data_dir: Some("/data".into()),
+        zk: args.zk.or(Some("127.0.0.1:2181".into())),
+        ..args
+    };
+    for servers in [
+        "",
+        "zk",
+        "zk:",
+        "zk:0",
+        "zk:65536",
+        ":2181",
+        "zk:2181/chroot",
+        "a:1,",
+    ] {
+        let args = zk(ServeArgs {
+            zk: Some(servers.into()),
+            ..ServeArgs::default()
+        });
+        assert!(args.resolve(&[0]).is_err(), "--zk {servers:?} accepted");
+    }
+    for root in [
+        "",
+        "/",
+        "ledgers",
+        "/ledgers/",
+        "/a//b",
+        "/a/./b",
+        "/a/../b",
+        "/a\u{0}",
+    ] {
+        let args = zk(ServeArgs {
+            zk_root: Some(root.into()),
+            ..ServeArgs::default()
+        });
+        assert!(args.resolve(&[0]).is_err(), "--zk-root {root:?} accepted");
+    }
+    let args = zk(ServeArgs {
+        zk_root: Some("/pulsar/ledgers".into()),
+        ..ServeArgs::default()
+    });
+    assert_eq!(
+        args.resolve(&[0]).unwrap().registration.unwrap().root,
+        "/pulsar/ledgers"
+    );
+    for address in ["0.0.0.0:3181", "10.0.0.1:0", "[::1]:3181"] {
+        let args = zk(ServeArgs {
+            advertised_address: Some(address.parse().unwrap()),
+            ..ServeArgs::default()
+        });
+        assert!(
+            args.resolve(&[0]).is_err(),
+            "--advertised-address {address} accepted"
+        );
+    }
+    for (session, connect) in [(Some(99), None), (Some(600_001), None), (None, Some(99))] {
+        let args = zk(ServeArgs {
+            zk_session_timeout_ms: session,
+            zk_connect_timeout_ms: connect,
+            ..ServeArgs::default()
+        });
+        assert!(
+            args.resolve(&[0]).is_err(),
+            "{session:?} {connect:?} accepted"
+        );
+    }
+}
+
+#[test]
+fn zookeeper_options_come_from_the_config_file_too() {
+    let dir = crate::support::TestDir::new("config-zk");
+    let path = dir.0.join("ringlog.toml");
+    let file = "data_dir = \"/data\"\nzk = \"127.0.0.1:2181\"\nzk_root = \"/bk\"\n\
+                advertised_address = \"10.0.0.9:3181\"\nzk_session_timeout_ms = 4000\n\
+                zk_connect_timeout_ms = 5000\n";
+    std::fs::write(&path, file).unwrap();
+    let args = ServeArgs {
+        config: Some(path),
+        zk_root: Some("/flag".into()),
+        ..ServeArgs::default()
+    };
+    let config = args.merge_config_file().unwrap().resolve(&[0]).unwrap();
+    let registration = config.registration.unwrap();
+    assert_eq!(registration.root, "/flag", "a flag overrides the file");
+    assert_eq!(registration.servers, "127.0.0.1:2181");
+    assert_eq!(
+        registration.advertised_address,
+        Some("10.0.0.9:3181".parse().unwrap())
+    );
+    assert_eq!(registration.session_timeout.as_millis(), 4000);
+    assert_eq!(registration.connect_timeout.as_millis(), 5000);
+}

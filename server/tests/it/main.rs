@@ -16,6 +16,7 @@ mod fencing;
 mod hostile;
 mod hostile_load;
 mod large;
+mod registration;
 mod startup;
 mod support;
 mod v3;

@@ -28,10 +28,15 @@ fn help_explains_every_option_with_its_default() {
         "--connections-max",
         "--direct-io",
         "--idle-timeout-ms",
+        "--zk",
+        "--zk-root",
+        "--advertised-address",
+        "--zk-session-timeout-ms",
+        "--zk-connect-timeout-ms",
     ] {
         assert!(help.contains(option), "{option} missing from --help");
     }
-    assert!(help.matches("Default:").count() >= 13, "{help}");
+    assert!(help.matches("Default:").count() >= 18, "{help}");
     let output = ringlog(&["--help"]);
     assert_eq!(output.status.code(), Some(0));
     assert!(String::from_utf8(output.stdout).unwrap().contains("serve"));

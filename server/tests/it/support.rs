@@ -187,6 +187,7 @@ impl Server {
         Client::connect(self.address)
     }
 
+    /// The process id, to send it signals.
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
