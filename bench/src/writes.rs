@@ -60,9 +60,14 @@ pub struct WritesArgs {
     #[arg(long)]
     pub rate: Option<f64>,
     /// When an add is acked: `sync` after it is durable. `deferred` (DEFERRED_SYNC, BP-14)
-    /// needs the v3 protocol and is refused until ringlog-bench speaks v3. Default: sync.
+    /// after the journal write, before fdatasync; nothing forces the ledger, so the latency is
+    /// the write path's. `deferred` needs `--protocol v3`. Default: sync.
     #[arg(long, value_enum, default_value_t = Durability::Sync)]
     pub durability: Durability,
+    /// Wire protocol of the adds: `v2` (Pulsar's choice, useV2WireProtocol=true) or `v3`
+    /// (protobuf, the Java client's default). Default: v2.
+    #[arg(long, value_enum, default_value_t = Protocol::V2)]
+    pub protocol: Protocol,
     /// Write the final report as one JSON object to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -99,6 +104,15 @@ pub enum Durability {
     Sync,
     /// After the entry is written, before fsync (DEFERRED_SYNC write flag, v3 only).
     Deferred,
+}
+
+/// The wire protocol adds are sent in.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    /// BookKeeper's binary v2 protocol.
+    V2,
+    /// BookKeeper's protobuf v3 protocol.
+    V3,
 }
 
 /// Runs the load, prints one line per second and the final report.
@@ -199,15 +213,16 @@ struct Plan {
     warmup_ns: u64,
     send_end_ns: u64,
     cores: Vec<usize>,
+    protocol: Protocol,
+    write_flags: i32,
 }
 
 impl Plan {
     fn new(args: &WritesArgs) -> Result<Plan, String> {
-        if args.durability == Durability::Deferred {
+        if args.durability == Durability::Deferred && args.protocol == Protocol::V2 {
             return Err(
-                "--durability deferred needs the v3 protocol: v2 has no DEFERRED_SYNC \
-                        write flag and no FORCE_LEDGER (BookKeeper's v2 client throws \
-                        IllegalOpException), and ringlog-bench speaks only v2 so far"
+                "--durability deferred needs --protocol v3: v2 has no DEFERRED_SYNC write \
+                 flag and no FORCE_LEDGER (BookKeeper's v2 client throws IllegalOpException)"
                     .into(),
             );
         }
@@ -243,6 +258,12 @@ impl Plan {
             send_end_ns: (args.warmup_seconds.saturating_add(args.seconds))
                 .saturating_mul(SECOND_NS),
             cores,
+            protocol: args.protocol,
+            write_flags: if args.durability == Durability::Deferred {
+                server::protocol::v3::WRITE_FLAG_DEFERRED_SYNC
+            } else {
+                0
+            },
         })
     }
 
@@ -273,6 +294,8 @@ impl Plan {
             warmup_ns: self.warmup_ns,
             send_end_ns: self.send_end_ns,
             core: (!self.cores.is_empty()).then(|| self.cores[thread % self.cores.len()]),
+            protocol: self.protocol,
+            write_flags: self.write_flags,
             seed: (self.ledger_id_base as u64) ^ ((thread as u64 + 1) << 48),
         }
     }
@@ -285,7 +308,7 @@ impl Plan {
         };
         format!(
             "writes: {} | {} ledgers (ids {}..={last}) | {} connections | {} threads | \
-             throttle {} | entry {} B | {mode} | {} s warm-up + {} s",
+             throttle {} | entry {} B | {mode} | {} {} | {} s warm-up + {} s",
             self.target,
             self.ledger_count,
             self.ledger_id_base,
@@ -293,6 +316,15 @@ impl Plan {
             self.thread_count,
             self.throttle,
             self.entry_size,
+            match self.protocol {
+                Protocol::V2 => "v2",
+                Protocol::V3 => "v3",
+            },
+            if self.write_flags == 0 {
+                "sync"
+            } else {
+                "deferred"
+            },
             self.warmup_ns / SECOND_NS,
             (self.send_end_ns - self.warmup_ns) / SECOND_NS,
         )

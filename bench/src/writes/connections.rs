@@ -306,6 +306,37 @@ fn decode_one(
     index: usize,
     on_response: &mut OnResponse,
 ) -> Result<Option<usize>, String> {
+    // A v3 response starts with its header field (0x0A), a v2 one with its version byte.
+    if data.len() > 4 && data[4] == 0x0A {
+        let Some(length) = data
+            .first_chunk::<4>()
+            .map(|prefix| u32::from_be_bytes(*prefix))
+        else {
+            return Ok(None);
+        };
+        let frame_size = usize::try_from(length).expect("u32 fits usize") + 4;
+        if frame_size > FRAME_SIZE_MAX_DEFAULT as usize {
+            return Err(format!(
+                "connection {label}: response frame of {frame_size} bytes"
+            ));
+        }
+        if data.len() < frame_size {
+            return Ok(None);
+        }
+        let Some((code, ledger_id, entry_id)) =
+            server::protocol::v3::decode_add_response(&data[4..frame_size])
+        else {
+            return Err(format!("connection {label}: undecodable v3 response"));
+        };
+        let response = Response::Add {
+            version: 3,
+            code,
+            ledger_id,
+            entry_id,
+        };
+        on_response(index, response)?;
+        return Ok(Some(frame_size));
+    }
     match decode_response(data, FRAME_SIZE_MAX_DEFAULT) {
         Ok(server::protocol::DecodedResponse::Frame {
             response,

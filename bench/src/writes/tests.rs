@@ -367,9 +367,9 @@ fn a_closed_connection_fails_the_run_and_the_log_keeps_only_acks() {
 }
 
 #[test]
-fn deferred_durability_is_refused_until_v3() {
+fn deferred_durability_needs_v3() {
     let error = super::run(&writes_args("--durability deferred")).expect_err("v2 cannot");
-    assert!(error.contains("v3"), "{error}");
+    assert!(error.contains("--protocol v3"), "{error}");
 }
 
 #[test]

@@ -33,6 +33,9 @@ pub(crate) struct ThreadPlan {
     pub send_end_ns: u64,
     pub core: Option<usize>,
     pub seed: u64,
+    pub protocol: super::Protocol,
+    /// v3 `writeFlags` of every add (DEFERRED_SYNC or 0).
+    pub write_flags: i32,
 }
 
 /// What the threads share with `run`.
@@ -120,7 +123,7 @@ const RECEIVE_BUFFER_SIZE: usize = 256 * 1024;
 const PENDING_SIZE_MAX: usize = 512 * 1024;
 
 /// ADD frame bytes besides the payload: length 4, header 4, key 20, body header 32, CRC 4.
-const ADD_FRAME_OVERHEAD: usize = 64;
+const ADD_FRAME_OVERHEAD: usize = 160;
 
 /// After sending stops, how long outstanding adds are waited for (BenchThroughputLatency
 /// also waits 30 s).
@@ -263,6 +266,8 @@ struct Worker {
     log_buffer: LogBuffer,
     sender: Sender<Message>,
     errors_printed: u32,
+    protocol: super::Protocol,
+    write_flags: i32,
 }
 
 impl Worker {
@@ -315,6 +320,8 @@ impl Worker {
             log_buffer: LogBuffer::new(),
             sender,
             errors_printed: 0,
+            protocol: plan.protocol,
+            write_flags: plan.write_flags,
         }
     }
 
@@ -422,7 +429,23 @@ impl Worker {
         let (id, lac, length) = (ledger.id, ledger.lac, ledger.length);
         encode_entry_body_crc32c(&mut self.body, id, entry_id, lac, length, &self.payload);
         let frames = connections.pending(ledger.connection);
-        encode_add_request(frames, 0, &MASTER_KEY_BENCH_PASSWORD, &self.body);
+        match self.protocol {
+            super::Protocol::V2 => {
+                encode_add_request(frames, 0, &MASTER_KEY_BENCH_PASSWORD, &self.body);
+            }
+            super::Protocol::V3 => {
+                let fields = server::protocol::v3::AddRequestFields {
+                    ledger_id: id,
+                    entry_id,
+                    master_key: &MASTER_KEY_BENCH_PASSWORD,
+                    body: &self.body,
+                    write_flags: self.write_flags,
+                    recovery: false,
+                };
+                // Responses are matched by (ledger, entry), so the txn id is only a label.
+                server::protocol::v3::encode_add_request(frames, self.sent, &fields);
+            }
+        }
         let slot = ledger.slot(entry_id);
         assert!(
             slot.state == SlotState::Free,
