@@ -27,7 +27,7 @@ pub struct Report {
 }
 
 /// Keys `to_json` always writes; an extra must not reuse one.
-const KEYS_STANDARD: [&str; 12] = [
+const KEYS_STANDARD: [&str; 13] = [
     "name",
     "ops_per_sec",
     "mb_per_sec",
@@ -40,6 +40,14 @@ const KEYS_STANDARD: [&str; 12] = [
     "count",
     "errors",
     "seconds",
+    "spectrum_us",
+];
+
+/// Percentiles of `spectrum_us` in the JSON report: enough points for a percentile-spectrum
+/// plot from p0 to max without shipping the histogram.
+const SPECTRUM_PERCENTILES: [f64; 15] = [
+    0.0, 10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99, 99.995, 99.999,
+    100.0,
 ];
 
 /// Highest latency a histogram tracks: 60 s in microseconds. Anything slower is recorded as
@@ -138,6 +146,18 @@ impl Report {
         }
         let _ = write!(out, ",\"count\":{},\"errors\":{}", self.count, self.errors);
         push_number(&mut out, "seconds", self.elapsed.as_secs_f64());
+        // The latency spectrum, for plots: [percentile, µs] pairs.
+        out.push_str(",\"spectrum_us\":[");
+        for (index, percentile) in SPECTRUM_PERCENTILES.iter().enumerate() {
+            let separator = if index == 0 { "" } else { "," };
+            let value = if self.latency_us.is_empty() {
+                0
+            } else {
+                self.latency_us.value_at_quantile(percentile / 100.0)
+            };
+            let _ = write!(out, "{separator}[{percentile},{value}]");
+        }
+        out.push(']');
         for (name, value) in &self.extra {
             // A duplicate key would make the JSON ambiguous: a programming error.
             assert!(
