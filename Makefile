@@ -7,8 +7,12 @@ SEEDS ?= 2000
 BENCH_SECONDS ?= 10
 BENCH_DIR ?= $(CURDIR)/target/bench-data
 RELEASE := target/release
+BOOKIE ?= ringlog
+QUICK ?= false
+RINGLOG_BIN ?= $(CURDIR)/$(RELEASE)/ringlog
+INTEROP_ARGS ?=
 
-.PHONY: help deps shellcheck-deps fuzz-smoke build check test sim bench bench-disk bench-journal ci clean
+.PHONY: help deps shellcheck-deps fuzz-smoke build check test sim bench bench-disk bench-journal interop ci clean
 
 ## Show this help.
 help:
@@ -56,6 +60,13 @@ bench-journal: build
 ## Main job: build, start a bookie on a temporary data dir, disk floor + seed workload, report.
 bench: build
 	scripts/bench.sh $(RELEASE) $(BENCH_DIR) $(BENCH_SECONDS)
+
+## Real Java BookKeeper client vs real bookies (interop/README.md): BOOKIE=ringlog|java, QUICK=true.
+interop:
+	$(if $(filter ringlog,$(BOOKIE)),$(CARGO) build --release -p server $(EXTRA_CARGO_ARGS))
+	cd interop && mvn -B -q compile
+	java -cp "interop/target/classes:$$(cat interop/target/classpath.txt)" -Dbookie=$(BOOKIE) \
+	  -Dquick=$(QUICK) -Dringlog.bin=$(RINGLOG_BIN) $(INTEROP_ARGS) ringlog.interop.Main
 
 ## Fuzz every target for FUZZ_SECONDS (default 60) each with cargo-fuzz on nightly.
 fuzz-smoke:

@@ -1,0 +1,122 @@
+package ringlog.interop;
+
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import java.util.Random;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import org.apache.bookkeeper.client.BKException;
+import org.apache.bookkeeper.client.BookKeeper;
+import org.apache.bookkeeper.client.BookKeeper.DigestType;
+import org.apache.bookkeeper.client.LedgerHandle;
+
+/**
+ * BenchThroughputLatency-equivalent: org.apache.bookkeeper:bookkeeper-benchmark 4.18.2 does not
+ * resolve from the registry here, so this is a loop with the same semantics as
+ * `bin/benchmark writes -ensemble 1 -quorum 1 -ackQuorum 1 -ledgers 50 -throttle 20000`:
+ * one sender thread, a random ledger per add, a semaphore of `throttle` outstanding adds (the
+ * same value also set as the client's per-ledger throttle), 1024-byte entries of 'x', CRC32
+ * digest, password benchPasswd, latency from submit to callback (successes only), a 10,000-add
+ * warm-up, up to 30 s to drain, throughput = completions x 1000 / elapsed ms.
+ */
+final class BenchWrites {
+    static final String LABEL = "BenchThroughputLatency-equivalent";
+    static final int LEDGER_COUNT = 50;
+    static final int THROTTLE = 20_000;
+    static final int ENTRY_SIZE = 1024;
+    static final int WARMUP_COUNT = 10_000;
+    static final int SEND_LIMIT = 20_000_000;
+    static final byte[] PASSWORD = "benchPasswd".getBytes(StandardCharsets.UTF_8);
+
+    private BenchWrites() {}
+
+    static String run(Cluster cluster, int seconds) throws Exception {
+        Bookie bookie = cluster.bookies.get(0);
+        ProcessUsage before = bookie.usage();
+        BookKeeper client = cluster.client(conf -> {
+            conf.setThrottleValue(THROTTLE);
+            conf.setReadTimeout(5);
+        });
+        byte[] data = new byte[ENTRY_SIZE];
+        Arrays.fill(data, (byte) 'x');
+        double warmupSeconds = warmUp(client, data);
+
+        LedgerHandle[] ledgers = new LedgerHandle[LEDGER_COUNT];
+        for (int index = 0; index < LEDGER_COUNT; index++) {
+            ledgers[index] = client.createLedger(1, 1, 1, DigestType.CRC32, PASSWORD);
+        }
+        long[] latencies = new long[SEND_LIMIT];
+        AtomicInteger completions = new AtomicInteger();
+        AtomicInteger failures = new AtomicInteger();
+        AtomicReference<String> firstError = new AtomicReference<>();
+        Semaphore outstanding = new Semaphore(THROTTLE);
+        Random random = new Random();
+        ProcessUsage measuredFrom = bookie.usage();
+        long start = System.nanoTime();
+        long end = start + TimeUnit.SECONDS.toNanos(seconds);
+        long sent = 0;
+        while (System.nanoTime() < end && sent < SEND_LIMIT) {
+            outstanding.acquire();
+            LedgerHandle ledger = ledgers[random.nextInt(LEDGER_COUNT)];
+            ledger.asyncAddEntry(data, (rc, lh, entryId, context) -> {
+                if (rc == BKException.Code.OK) {
+                    latencies[completions.getAndIncrement()] = System.nanoTime() - (long) context;
+                } else {
+                    failures.incrementAndGet();
+                    firstError.compareAndSet(null, BKException.getMessage(rc));
+                }
+                outstanding.release();
+            }, System.nanoTime());
+            sent += 1;
+        }
+        boolean drained = outstanding.tryAcquire(THROTTLE, 30, TimeUnit.SECONDS);
+        long elapsedMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+        ProcessUsage after = bookie.usage();
+        Check.that(drained, "adds still outstanding 30 s after the run");
+        Check.that(failures.get() == 0, failures.get() + " adds failed, first: " + firstError.get());
+
+        int count = completions.get();
+        Check.that(count > 0, "no add completed");
+        long[] sorted = Arrays.copyOf(latencies, count);
+        Arrays.sort(sorted);
+        double throughput = count * 1000.0 / elapsedMs;
+        double p95 = sorted[(int) (count * 0.95)] / 1e6;
+        double p99 = sorted[(int) (count * 0.99)] / 1e6;
+        ProcessUsage used = after.since(measuredFrom);
+        System.out.printf("  %s: %d adds in %d ms: %.0f ops/s%n", LABEL, count, elapsedMs,
+                throughput);
+        System.out.printf("  95th percentile latency: %.3f ms%n", p95);
+        System.out.printf("  99th percentile latency: %.3f ms%n", p99);
+        System.out.printf("  bookie %s (pid %d): %.2f CPU s in the run (%.1f us per add),"
+                + " peak RSS %d MiB; whole life %.2f CPU s%n", bookie.name, bookie.pid(),
+                used.cpuSeconds(), used.cpuSeconds() * 1e6 / count, after.rssPeakKib() / 1024,
+                after.since(before).cpuSeconds());
+        return String.format("%s ops_per_s=%.0f p95_ms=%.3f p99_ms=%.3f adds=%d time_s=%d"
+                + " warmup_s=%.1f bookie_cpu_s=%.2f bookie_rss_peak_mib=%d", LABEL, throughput,
+                p95, p99, count, seconds, warmupSeconds, used.cpuSeconds(),
+                after.rssPeakKib() / 1024);
+    }
+
+    /** As the original: WARMUP_COUNT adds on one ledger across all bookies, all awaited. */
+    private static double warmUp(BookKeeper client, byte[] data) throws Exception {
+        long start = System.nanoTime();
+        LedgerHandle ledger = client.createLedger(1, 1, 1, DigestType.CRC32, PASSWORD);
+        Semaphore outstanding = new Semaphore(THROTTLE);
+        AtomicInteger failures = new AtomicInteger();
+        for (int index = 0; index < WARMUP_COUNT; index++) {
+            outstanding.acquire();
+            ledger.asyncAddEntry(data, (rc, lh, entryId, context) -> {
+                if (rc != BKException.Code.OK) {
+                    failures.incrementAndGet();
+                }
+                outstanding.release();
+            }, null);
+        }
+        Check.that(outstanding.tryAcquire(THROTTLE, 60, TimeUnit.SECONDS), "warm-up did not drain");
+        Check.equal(0, failures.get(), "failed warm-up adds");
+        ledger.close();
+        return (System.nanoTime() - start) / 1e9;
+    }
+}
