@@ -34,12 +34,16 @@ final class BenchWrites {
 
     private BenchWrites() {}
 
+    /** -Dbench.v2=true is the original's -useV2: the v2 wire protocol. */
+    static final boolean USE_V2 = Boolean.parseBoolean(System.getProperty("bench.v2", "false"));
+
     static String run(Cluster cluster, int seconds) throws Exception {
         Bookie bookie = cluster.bookies.get(0);
         ProcessUsage before = bookie.usage();
         BookKeeper client = cluster.client(conf -> {
             conf.setThrottleValue(THROTTLE);
             conf.setReadTimeout(5);
+            conf.setUseV2WireProtocol(USE_V2);
         });
         byte[] data = new byte[ENTRY_SIZE];
         Arrays.fill(data, (byte) 'x');
@@ -107,10 +111,11 @@ final class BenchWrites {
                 after.since(before).cpuSeconds());
         System.out.printf("  client (this JVM, one sender thread): %.2f CPU s in the run%n",
                 clientCpuSeconds);
-        return String.format("%s ops_per_s=%.0f p95_ms=%.3f p99_ms=%.3f adds=%d time_s=%d"
-                + " warmup_s=%.1f bookie_cpu_s=%.2f bookie_rss_peak_mib=%d client_cpu_s=%.2f", LABEL,
-                throughput, p95, p99, count, seconds, warmupSeconds, used.cpuSeconds(),
-                after.rssPeakKib() / 1024, clientCpuSeconds);
+        String wire = USE_V2 ? "v2" : "v3";
+        return String.format("%s wire=%s ops_per_s=%.0f p95_ms=%.3f p99_ms=%.3f adds=%d"
+                + " time_s=%d warmup_s=%.1f bookie_cpu_s=%.2f bookie_rss_peak_mib=%d"
+                + " client_cpu_s=%.2f", LABEL, wire, throughput, p95, p99, count, seconds,
+                warmupSeconds, used.cpuSeconds(), after.rssPeakKib() / 1024, clientCpuSeconds);
     }
 
     /** As the original: WARMUP_COUNT adds on one ledger across all bookies, all awaited. */

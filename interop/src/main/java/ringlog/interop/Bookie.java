@@ -73,7 +73,7 @@ abstract class Bookie {
                 + log() + ": " + logTail());
     }
 
-    /** SIGKILL: nothing is flushed or closed; its ZooKeeper node lingers until its session expires. */
+    /** SIGKILL: nothing flushed or closed; its ZooKeeper node lingers until the session expires. */
     final void kill() throws InterruptedException {
         process.destroyForcibly();
         process.waitFor();

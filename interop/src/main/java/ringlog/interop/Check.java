@@ -4,7 +4,7 @@ package ringlog.interop;
 final class Check {
     private Check() {}
 
-    /** Thrown when a scenario's expectation does not hold; the message is printed on its FAIL line. */
+    /** A scenario's expectation does not hold; the message goes on its FAIL line. */
     static final class Failure extends RuntimeException {
         Failure(String message) {
             super(message);

@@ -55,7 +55,8 @@ final class EmbeddedZooKeeper implements AutoCloseable {
         return zk;
     }
 
-    private static ZooKeeper connect(String connectString) throws IOException, InterruptedException {
+    private static ZooKeeper connect(String connectString)
+            throws IOException, InterruptedException {
         CountDownLatch connected = new CountDownLatch(1);
         ZooKeeper client = new ZooKeeper(connectString, 10_000, event -> {
             if (event.getState() == Watcher.Event.KeeperState.SyncConnected) {

@@ -82,7 +82,8 @@ public final class Main {
 
     private static void printHeader(Options options, Path runDir) throws Exception {
         System.out.println("# interop: bookie=" + options.bookie() + " client=bookkeeper-server "
-                + org.apache.bookkeeper.client.BookKeeper.class.getPackage().getImplementationVersion()
+                + org.apache.bookkeeper.client.BookKeeper.class.getPackage()
+                        .getImplementationVersion()
                 + " zookeeper=" + org.apache.zookeeper.Version.getFullVersion()
                 + " quick=" + options.quick() + " bench_time_s=" + options.benchSeconds()
                 + " dir=" + runDir);

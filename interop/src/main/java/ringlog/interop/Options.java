@@ -19,9 +19,11 @@ record Options(String bookie, Path ringlogBinary, boolean quick, int benchSecond
         String only = System.getProperty("only", "");
         Set<String> selected = only.isBlank() ? Set.of()
                 : Arrays.stream(only.split(",")).map(String::trim).collect(Collectors.toSet());
-        Path baseDir = Path.of(System.getProperty("interop.dir", System.getProperty("java.io.tmpdir")));
+        Path baseDir = Path.of(System.getProperty("interop.dir",
+                System.getProperty("java.io.tmpdir")));
         boolean keep = Boolean.parseBoolean(System.getProperty("keep", "false"));
-        return new Options(bookie, resolveRinglogBinary(), quick, benchSeconds, selected, baseDir, keep);
+        return new Options(bookie, resolveRinglogBinary(), quick, benchSeconds, selected, baseDir,
+                keep);
     }
 
     /** -Dringlog.bin, else RINGLOG_BIN, else target/release/ringlog in the repo root. */

@@ -74,7 +74,7 @@ final class Scenarios {
                 + String.format(" read_s=%.2f reopen_read_s=%.2f", readSeconds, reopenReadSeconds);
     }
 
-    /** 2. E3/W3/A2 over four bookies; SIGKILL an ensemble member mid-write; every ack reads back. */
+    /** 2. E3/W3/A2 over four bookies; SIGKILL a member mid-write; every ack reads back. */
     static String ensembleChange(Cluster cluster) throws Exception {
         int entryCount = 5_000;
         int killAtEntry = 1_000;
@@ -99,7 +99,8 @@ final class Scenarios {
                 if (rc == BKException.Code.OK) {
                     acked.add(entryId);
                 } else {
-                    error.compareAndSet(null, "entry " + context + ": " + BKException.getMessage(rc));
+                    error.compareAndSet(null,
+                            "entry " + context + ": " + BKException.getMessage(rc));
                 }
                 outstanding.release();
             }, index);
@@ -110,7 +111,8 @@ final class Scenarios {
 
         NavigableMap<Long, ? extends List<BookieId>> ensembles =
                 handle.getLedgerMetadata().getAllEnsembles();
-        List<String> last = ensembles.lastEntry().getValue().stream().map(BookieId::toString).toList();
+        List<String> last = ensembles.lastEntry().getValue().stream()
+                .map(BookieId::toString).toList();
         Check.that(ensembles.size() >= 2, "no ensemble change: " + ensembles);
         Check.that(!last.contains(victim.id()), "killed bookie still in the last ensemble " + last);
         Check.that(last.contains(spare), "the fourth bookie " + spare + " is not in " + last);
@@ -264,7 +266,8 @@ final class Scenarios {
         }
 
         long timeoutStart = System.nanoTime();
-        try (LastConfirmedAndEntry idle = reader.readLastAddConfirmedAndEntry(next + 1, 500, false)) {
+        try (LastConfirmedAndEntry idle =
+                reader.readLastAddConfirmedAndEntry(next + 1, 500, false)) {
             double idleMs = (System.nanoTime() - timeoutStart) / 1e6;
             Check.that(!idle.hasEntry(), "long poll for unwritten entry " + (next + 1)
                     + " returned an entry");
