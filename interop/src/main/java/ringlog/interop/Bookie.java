@@ -102,7 +102,8 @@ abstract class Bookie {
 
     final String logTail() {
         try {
-            List<String> lines = Files.readAllLines(log(), StandardCharsets.UTF_8);
+            List<String> lines = Files.readAllLines(log(), StandardCharsets.UTF_8).stream()
+                    .filter(line -> !line.isBlank()).toList();
             return String.join(" | ", lines.subList(Math.max(0, lines.size() - 8), lines.size()));
         } catch (IOException e) {
             return "(no log: " + e.getMessage() + ")";

@@ -8,6 +8,7 @@ import java.nio.file.SimpleFileVisitor;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -138,6 +139,11 @@ public final class Main {
     }
 
     private static String describe(Throwable error) {
+        // Futures wrap the cause; the FAIL line wants the cause itself.
+        while ((error instanceof ExecutionException || error instanceof CompletionException)
+                && error.getCause() != null) {
+            error = error.getCause();
+        }
         if (error instanceof Check.Failure) {
             return error.getMessage();
         }
