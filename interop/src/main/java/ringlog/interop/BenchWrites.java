@@ -47,7 +47,9 @@ final class BenchWrites {
         });
         byte[] data = new byte[ENTRY_SIZE];
         Arrays.fill(data, (byte) 'x');
+        Scenarios.step("warm-up");
         double warmupSeconds = warmUp(client, data);
+        Scenarios.step("timed run");
 
         LedgerHandle[] ledgers = new LedgerHandle[LEDGER_COUNT];
         for (int index = 0; index < LEDGER_COUNT; index++) {

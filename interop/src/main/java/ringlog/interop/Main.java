@@ -112,6 +112,7 @@ public final class Main {
         String outcome;
         boolean pass = false;
         try {
+            Scenarios.step("cluster start");
             Future<String> numbers = executor.submit(() -> {
                 cluster[0] = Cluster.start(options, dir, scenario.bookieCount());
                 return scenario.body().run(cluster[0]);
@@ -119,9 +120,10 @@ public final class Main {
             outcome = numbers.get(scenario.timeoutSeconds(), TimeUnit.SECONDS);
             pass = true;
         } catch (TimeoutException e) {
-            outcome = "timed out after " + scenario.timeoutSeconds() + " s";
+            outcome = "timed out after " + scenario.timeoutSeconds() + " s [at: "
+                    + Scenarios.step + "]";
         } catch (ExecutionException e) {
-            outcome = describe(e.getCause());
+            outcome = describe(e.getCause()) + " [at: " + Scenarios.step + "]";
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             outcome = "interrupted";

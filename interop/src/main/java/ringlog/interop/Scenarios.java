@@ -9,6 +9,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentSkipListSet;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.bookkeeper.client.BKException;
@@ -32,7 +33,14 @@ final class Scenarios {
     static final int SYNC_ENTRY_COUNT = 10_000;
     static final int READ_BATCH_COUNT = 1_000;
 
+    /** What the running scenario is doing; a FAIL line names it ("at: ..."). */
+    static volatile String step = "start";
+
     private Scenarios() {}
+
+    static void step(String name) {
+        step = name;
+    }
 
     /** 1. Sync adds, read back, close, reopen from a fresh client and read again. */
     static String syncWriteRead(Cluster cluster, boolean v2) throws Exception {
@@ -42,8 +50,10 @@ final class Scenarios {
                 Cluster.pulsarLike(conf);
             }
         });
+        step("createLedger");
         LedgerHandle handle = writer.createLedger(1, 1, 1, digest, PASSWORD);
         long ledgerId = handle.getId();
+        step("addEntry x" + SYNC_ENTRY_COUNT);
         long[] latencies = new long[SYNC_ENTRY_COUNT];
         long writeStart = System.nanoTime();
         for (int index = 0; index < SYNC_ENTRY_COUNT; index++) {
@@ -54,7 +64,9 @@ final class Scenarios {
         }
         double writeSeconds = seconds(System.nanoTime() - writeStart);
         Check.equal(SYNC_ENTRY_COUNT - 1, handle.getLastAddConfirmed(), "writer's LAC");
+        step("read back");
         double readSeconds = readAndVerify(handle, ledgerId, SYNC_ENTRY_COUNT);
+        step("close");
         handle.close();
 
         BookKeeper reader = cluster.client(conf -> {
@@ -62,9 +74,11 @@ final class Scenarios {
                 Cluster.pulsarLike(conf);
             }
         });
+        step("reopen");
         LedgerHandle reopened = reader.openLedger(ledgerId, digest, PASSWORD);
         Check.that(reopened.isClosed(), "reopened ledger is not closed in its metadata");
         Check.equal(SYNC_ENTRY_COUNT - 1, reopened.getLastAddConfirmed(), "LAC after reopen");
+        step("read after reopen");
         double reopenReadSeconds = readAndVerify(reopened, ledgerId, SYNC_ENTRY_COUNT);
         reopened.close();
         return "entries=" + SYNC_ENTRY_COUNT + " digest=" + digest
@@ -87,6 +101,7 @@ final class Scenarios {
                 .filter(id -> first.stream().noneMatch(member -> member.toString().equals(id)))
                 .findFirst().orElseThrow();
 
+        step("async adds, SIGKILL at entry " + killAtEntry);
         Semaphore outstanding = new Semaphore(100);
         ConcurrentSkipListSet<Long> acked = new ConcurrentSkipListSet<>();
         AtomicReference<String> error = new AtomicReference<>();
@@ -116,8 +131,10 @@ final class Scenarios {
         Check.that(ensembles.size() >= 2, "no ensemble change: " + ensembles);
         Check.that(!last.contains(victim.id()), "killed bookie still in the last ensemble " + last);
         Check.that(last.contains(spare), "the fourth bookie " + spare + " is not in " + last);
+        step("close after the ensemble change");
         handle.close();
 
+        step("reopen and read with the killed bookie down");
         BookKeeper reader = cluster.client(conf -> { });
         LedgerHandle reopened = reader.openLedger(ledgerId, DigestType.CRC32C, PASSWORD);
         Check.equal(entryCount - 1, reopened.getLastAddConfirmed(), "LAC after reopen");
@@ -133,12 +150,14 @@ final class Scenarios {
         BookKeeper writerClient = cluster.client(conf -> { });
         LedgerHandle writer = writerClient.createLedger(1, 1, 1, DigestType.CRC32, PASSWORD);
         long ledgerId = writer.getId();
+        step("writer adds");
         for (int index = 0; index < entryCount; index++) {
             writer.addEntry(Entries.body(ledgerId, index));
         }
         // The writer is abandoned here: no close, so the metadata still says OPEN.
 
         BookKeeper recoveryClient = cluster.client(conf -> { });
+        step("openLedger with recovery");
         long recoveryStart = System.nanoTime();
         LedgerHandle recovered = recoveryClient.openLedger(ledgerId, DigestType.CRC32, PASSWORD);
         double recoveryMs = (System.nanoTime() - recoveryStart) / 1e6;
@@ -146,6 +165,7 @@ final class Scenarios {
         Check.equal(entryCount - 1, recovered.getLastAddConfirmed(), "recovered LAC");
         readAndVerify(recovered, ledgerId, entryCount);
 
+        step("writer's add after fencing");
         int fencedCode;
         try {
             writer.addEntry(Entries.body(ledgerId, entryCount));
@@ -175,12 +195,14 @@ final class Scenarios {
                 .withDigestType(org.apache.bookkeeper.client.api.DigestType.CRC32C)
                 .withPassword(PASSWORD).execute().get();
         long ledgerId = writer.getId();
+        step("DEFERRED_SYNC appends");
         long appendStart = System.nanoTime();
         for (int index = 0; index < forcedCount; index++) {
             Check.equal(index, writer.append(Entries.body(ledgerId, index)), "entry id");
         }
         double appendMs = (System.nanoTime() - appendStart) / 1e6;
         long lacBeforeForce = writer.getLastAddConfirmed();
+        step("force()");
         long forceStart = System.nanoTime();
         writer.force().get(30, TimeUnit.SECONDS);
         double forceMs = (System.nanoTime() - forceStart) / 1e6;
@@ -191,12 +213,14 @@ final class Scenarios {
         }
         long pushed = writer.getLastAddPushed();
 
+        step("SIGKILL and restart");
         Bookie bookie = cluster.bookies.get(0);
         bookie.kill();
         long restartStart = System.nanoTime();
         bookie.start();
         double restartSeconds = seconds(System.nanoTime() - restartStart);
 
+        step("open with recovery after restart");
         BookKeeper readerClient = cluster.client(conf -> { });
         ReadHandle reader = readerClient.newOpenLedgerOp().withLedgerId(ledgerId)
                 .withRecovery(true)
@@ -235,6 +259,7 @@ final class Scenarios {
         BookKeeper readerClient = cluster.client(conf -> { });
         LedgerHandle reader = readerClient.openLedgerNoRecovery(ledgerId, DigestType.CRC32,
                 PASSWORD);
+        step("readExplicitLastConfirmed");
         // The piggybacked LAC trails by one; only the explicit LAC can say entryCount - 1.
         long explicitLac = -1;
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
@@ -243,7 +268,9 @@ final class Scenarios {
             explicitLac = reader.readExplicitLastConfirmed();
         }
         Check.equal(entryCount - 1, explicitLac, "explicit LAC read by a second client");
+        step("readLastConfirmed");
         long piggybackLac = reader.readLastConfirmed();
+        step("long poll for the next entry");
 
         long next = entryCount;
         long pollStart = System.nanoTime();
@@ -253,10 +280,23 @@ final class Scenarios {
         Check.that(!poll.isDone(), "the long poll returned before entry " + next + " was written");
         writer.addEntry(Entries.body(ledgerId, next));
         long written = System.nanoTime();
-        LastConfirmedAndEntry result = poll.get(15, TimeUnit.SECONDS);
+        long lastWritten = next;
+        // Entry `next` carries LAC next - 1; only the writer's explicit LAC (every 100 ms) can
+        // tell the bookie that `next` is confirmed. The Java bookie wakes the poll on it.
+        boolean wokenByExplicitLac = true;
+        LastConfirmedAndEntry answered;
+        try {
+            answered = poll.get(3, TimeUnit.SECONDS);
+        } catch (TimeoutException e) {
+            wokenByExplicitLac = false;
+            step("long poll after one more add (the explicit LAC did not answer it in 3 s)");
+            lastWritten = next + 1;
+            writer.addEntry(Entries.body(ledgerId, lastWritten));
+            answered = poll.get(15, TimeUnit.SECONDS);
+        }
         double pollMs = (System.nanoTime() - pollStart) / 1e6;
         double afterWriteMs = (System.nanoTime() - written) / 1e6;
-        try (result) {
+        try (LastConfirmedAndEntry result = answered) {
             Check.that(result.getLastAddConfirmed() >= next,
                     "long poll LAC " + result.getLastAddConfirmed() + " < " + next);
             Check.that(result.hasEntry(), "long poll returned LAC " + result.getLastAddConfirmed()
@@ -264,14 +304,21 @@ final class Scenarios {
             Check.equal(next, result.getEntry().getEntryId(), "long-polled entry id");
             Entries.verify(ledgerId, next, result.getEntry().getEntryBytes());
         }
+        Check.that(wokenByExplicitLac, "the long poll for entry " + next + " was not answered"
+                + " within 3 s although the writer's explicit LAC (interval "
+                + explicitLacIntervalMs + " ms) said " + next + "; it was answered, correctly, "
+                + String.format("%.0f", afterWriteMs) + " ms after entry " + next
+                + " only once entry " + lastWritten + " was added. The Java bookie answers it"
+                + " on the explicit LAC, about one interval after the add");
 
+        step("long poll for an unwritten entry, 500 ms timeout");
         long timeoutStart = System.nanoTime();
         try (LastConfirmedAndEntry idle =
-                reader.readLastAddConfirmedAndEntry(next + 1, 500, false)) {
+                reader.readLastAddConfirmedAndEntry(lastWritten + 1, 500, false)) {
             double idleMs = (System.nanoTime() - timeoutStart) / 1e6;
-            Check.that(!idle.hasEntry(), "long poll for unwritten entry " + (next + 1)
+            Check.that(!idle.hasEntry(), "long poll for unwritten entry " + (lastWritten + 1)
                     + " returned an entry");
-            return "entries=" + (entryCount + 1) + " explicit_lac=" + explicitLac
+            return "entries=" + (lastWritten + 1) + " explicit_lac=" + explicitLac
                     + " piggyback_lac=" + piggybackLac + " explicitLacInterval_ms="
                     + explicitLacIntervalMs
                     + String.format(" poll_total_ms=%.0f poll_after_write_ms=%.1f", pollMs,
