@@ -93,7 +93,9 @@ final class BenchWrites {
         // The original bounds each add by its 5 s -sockettimeout too: a slower add fails, and
         // with one bookie the ensemble change that follows fails every add of that ledger.
         Check.that(failures.get() == 0, failures.get() + " adds failed after " + completions.get()
-                + " succeeded, the first " + firstErrorMs.get() + " ms into the run: " + errors);
+                + " succeeded, the first " + firstErrorMs.get() + " ms into the run: " + errors
+                + " (with one bookie, any add error makes the client change ensemble, which fails;"
+                + " -Dinterop.log.level=WARN shows the bookie's error)");
 
         int count = completions.get();
         Check.that(count > 0, "no add completed");

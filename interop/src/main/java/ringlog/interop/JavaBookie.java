@@ -38,6 +38,13 @@ final class JavaBookie extends Bookie {
         settings.put("journalSyncData", "true");
         settings.put("httpServerEnabled", "false");
         settings.put("autoRecoveryDaemonEnabled", "false");
+        // -Djava.bookie.conf=key=value,key=value adds or overrides keys; printed with the rest.
+        for (String pair : System.getProperty("java.bookie.conf", "").split(",")) {
+            int equals = pair.indexOf('=');
+            if (equals > 0) {
+                settings.put(pair.substring(0, equals).trim(), pair.substring(equals + 1).trim());
+            }
+        }
         return settings;
     }
 
@@ -101,6 +108,7 @@ final class JavaBookie extends Bookie {
         effective.put("numAddWorkerThreads", conf.getNumAddWorkerThreads());
         effective.put("numReadWorkerThreads", conf.getNumReadWorkerThreads());
         effective.put("zkTimeout", conf.getZkTimeout());
+        effective.put("maxPendingAddRequestsPerThread", conf.getMaxPendingAddRequestPerThread());
         StringBuilder line = new StringBuilder();
         effective.forEach((key, value) -> line.append(key).append('=').append(value).append(' '));
         line.append("journal+ledgers=same disk, one dir each under the run's temp dir; jvm=")
