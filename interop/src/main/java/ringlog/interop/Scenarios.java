@@ -304,7 +304,8 @@ final class Scenarios {
             Check.equal(next, result.getEntry().getEntryId(), "long-polled entry id");
             Entries.verify(ledgerId, next, result.getEntry().getEntryBytes());
         }
-        Check.that(wokenByExplicitLac, "the long poll for entry " + next + " was not answered"
+        Check.that(wokenByExplicitLac, "explicit_lac=" + explicitLac + " piggyback_lac="
+                + piggybackLac + ": the long poll for entry " + next + " was not answered"
                 + " within 3 s although the writer's explicit LAC (interval "
                 + explicitLacIntervalMs + " ms) said " + next + "; it was answered, correctly, "
                 + String.format("%.0f", afterWriteMs) + " ms after entry " + next
