@@ -34,6 +34,15 @@ final class BenchWrites {
 
     private BenchWrites() {}
 
+    /**
+     * The one non-default Java bookie setting, for this scenario only: with the default
+     * maxPendingAddRequestsPerThread (10000, one add thread) below the 20000 in flight, the
+     * bookie answers "Too many requests" and, with one bookie, every add then fails.
+     * -Djava.bookie.conf=maxPendingAddRequestsPerThread=10000 reproduces the default.
+     */
+    static final Map<String, String> JAVA_BOOKIE_SETTINGS =
+            Map.of("maxPendingAddRequestsPerThread", Integer.toString(2 * THROTTLE));
+
     /** -Dbench.v2=true is the original's -useV2: the v2 wire protocol. */
     static final boolean USE_V2 = Boolean.parseBoolean(System.getProperty("bench.v2", "false"));
 
@@ -116,6 +125,9 @@ final class BenchWrites {
         System.out.printf("  client (this JVM, one sender thread): %.2f CPU s in the run%n",
                 clientCpuSeconds);
         String wire = USE_V2 ? "v2" : "v3";
+        if (bookie instanceof JavaBookie java) {
+            wire += " java_bookie_settings=" + java.settingsBeyondDefaults();
+        }
         return String.format("%s wire=%s ops_per_s=%.0f p95_ms=%.3f p99_ms=%.3f adds=%d"
                 + " time_s=%d warmup_s=%.1f bookie_cpu_s=%.2f bookie_rss_peak_mib=%d"
                 + " client_cpu_s=%.2f", LABEL, wire, throughput, p95, p99, count, seconds,

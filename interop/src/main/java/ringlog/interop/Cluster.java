@@ -3,6 +3,7 @@ package ringlog.interop;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -23,12 +24,13 @@ final class Cluster implements AutoCloseable {
         this.zk = zk;
     }
 
-    static Cluster start(Options options, Path dir, int bookieCount) throws Exception {
+    static Cluster start(Options options, Path dir, int bookieCount,
+            Map<String, String> javaSettings) throws Exception {
         Cluster cluster = new Cluster(EmbeddedZooKeeper.start(dir.resolve("zookeeper")));
         try {
             for (int index = 0; index < bookieCount; index++) {
                 cluster.bookies.add(newBookie(options, dir.resolve("bookie-" + index), cluster.zk,
-                        "bookie-" + index));
+                        "bookie-" + index, javaSettings));
             }
             // Start them together: a Java bookie's JVM takes seconds to come up.
             ExecutorService starter = Executors.newFixedThreadPool(bookieCount);
@@ -52,10 +54,10 @@ final class Cluster implements AutoCloseable {
         }
     }
 
-    static Bookie newBookie(Options options, Path dir, EmbeddedZooKeeper zk, String name)
-            throws Exception {
+    static Bookie newBookie(Options options, Path dir, EmbeddedZooKeeper zk, String name,
+            Map<String, String> javaSettings) throws Exception {
         return options.bookie().equals("java")
-                ? new JavaBookie(name, dir, zk)
+                ? new JavaBookie(name, dir, zk, javaSettings)
                 : new RinglogBookie(name, dir, zk, options.ringlogBinary());
     }
 

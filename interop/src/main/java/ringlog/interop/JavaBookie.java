@@ -22,8 +22,13 @@ final class JavaBookie extends Bookie {
             "--add-opens", "java.base/java.util.zip=ALL-UNNAMED",
             "-Dinterop.log.level=INFO");
 
-    JavaBookie(String name, Path dir, EmbeddedZooKeeper zk) throws IOException {
+    /** Keys one scenario sets on top of the defaults (bench-writes only); printed. */
+    private final Map<String, String> scenarioSettings;
+
+    JavaBookie(String name, Path dir, EmbeddedZooKeeper zk, Map<String, String> scenarioSettings)
+            throws IOException {
         super(name, dir, zk);
+        this.scenarioSettings = scenarioSettings;
     }
 
     /** Every key this suite sets; everything else is bookkeeper-server's default. */
@@ -38,6 +43,7 @@ final class JavaBookie extends Bookie {
         settings.put("journalSyncData", "true");
         settings.put("httpServerEnabled", "false");
         settings.put("autoRecoveryDaemonEnabled", "false");
+        settings.putAll(scenarioSettings);
         // -Djava.bookie.conf=key=value,key=value adds or overrides keys; printed with the rest.
         for (String pair : System.getProperty("java.bookie.conf", "").split(",")) {
             int equals = pair.indexOf('=');
@@ -46,6 +52,19 @@ final class JavaBookie extends Bookie {
             }
         }
         return settings;
+    }
+
+    /** The scenario's and the command line's additions, for the scenario's PASS/FAIL line. */
+    String settingsBeyondDefaults() {
+        Map<String, String> all = settings();
+        Map<String, String> extra = new LinkedHashMap<>();
+        all.forEach((key, value) -> {
+            if (scenarioSettings.containsKey(key)
+                    || System.getProperty("java.bookie.conf", "").contains(key + "=")) {
+                extra.put(key, value);
+            }
+        });
+        return extra.toString().replace(" ", "");
     }
 
     Path conf() {

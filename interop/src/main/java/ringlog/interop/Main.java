@@ -8,6 +8,7 @@ import java.nio.file.SimpleFileVisitor;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
@@ -24,7 +25,12 @@ import java.util.concurrent.TimeoutException;
  */
 public final class Main {
     /** One scenario: how many bookies it needs, how long it may take, and its body. */
-    record Scenario(String name, int bookieCount, int timeoutSeconds, Body body) {}
+    record Scenario(String name, int bookieCount, int timeoutSeconds, Body body,
+            Map<String, String> javaSettings) {
+        Scenario(String name, int bookieCount, int timeoutSeconds, Body body) {
+            this(name, bookieCount, timeoutSeconds, body, Map.of());
+        }
+    }
 
     interface Body {
         String run(Cluster cluster) throws Exception;
@@ -58,7 +64,8 @@ public final class Main {
                 new Scenario("deferred-sync-force", 1, 120, Scenarios::deferredSync),
                 new Scenario("explicit-lac-long-poll", 1, 60, Scenarios::explicitLacLongPoll),
                 new Scenario("bench-writes", 1, options.benchSeconds() + 150,
-                        c -> BenchWrites.run(c, options.benchSeconds())));
+                        c -> BenchWrites.run(c, options.benchSeconds()),
+                        BenchWrites.JAVA_BOOKIE_SETTINGS));
         printHeader(options, runDir);
         int passed = 0;
         int failed = 0;
@@ -95,7 +102,7 @@ public final class Main {
             Path probe = runDir.resolve("settings-probe");
             try (EmbeddedZooKeeper zk = EmbeddedZooKeeper.start(probe.resolve("zookeeper"))) {
                 System.out.println("# java bookie settings: "
-                        + new JavaBookie("probe", probe.resolve("bookie"), zk).describe());
+                        + new JavaBookie("probe", probe.resolve("bookie"), zk, Map.of()).describe());
             }
         }
     }
@@ -114,7 +121,8 @@ public final class Main {
         try {
             Scenarios.step("cluster start");
             Future<String> numbers = executor.submit(() -> {
-                cluster[0] = Cluster.start(options, dir, scenario.bookieCount());
+                cluster[0] = Cluster.start(options, dir, scenario.bookieCount(),
+                        scenario.javaSettings());
                 return scenario.body().run(cluster[0]);
             });
             outcome = numbers.get(scenario.timeoutSeconds(), TimeUnit.SECONDS);
