@@ -56,8 +56,8 @@ public final class Main {
         Options options = Options.fromSystemProperties();
         Path runDir = Files.createTempDirectory(options.baseDir(), "ringlog-interop-");
         List<Scenario> scenarios = List.of(
-                new Scenario("v3-sync-write-read", 1, 180, c -> Scenarios.syncWriteRead(c, false)),
-                new Scenario("v2-crc32c-sync-write-read", 1, 180,
+                new Scenario("v3-sync-write-read", 1, 300, c -> Scenarios.syncWriteRead(c, false)),
+                new Scenario("v2-crc32c-sync-write-read", 1, 300,
                         c -> Scenarios.syncWriteRead(c, true)),
                 new Scenario("ensemble-change-sigkill", 4, 120, Scenarios::ensembleChange),
                 new Scenario("recovery-fencing", 1, 60, Scenarios::recoveryFencing),
