@@ -66,25 +66,29 @@ public final class Main {
                 new Scenario("bench-writes", 1, options.benchSeconds() + 150,
                         c -> BenchWrites.run(c, options.benchSeconds()),
                         BenchWrites.JAVA_BOOKIE_SETTINGS));
-        printHeader(options, runDir);
         int passed = 0;
         int failed = 0;
-        for (Scenario scenario : scenarios) {
-            if (!options.selected(scenario.name())) {
-                continue;
+        try {
+            printHeader(options, runDir);
+            for (Scenario scenario : scenarios) {
+                if (!options.selected(scenario.name())) {
+                    continue;
+                }
+                if (runOne(options, runDir.resolve(scenario.name()), scenario)) {
+                    passed += 1;
+                } else {
+                    failed += 1;
+                }
             }
-            if (runOne(options, runDir.resolve(scenario.name()), scenario)) {
-                passed += 1;
+        } finally {
+            // Bookie data can be gigabytes (ringlog fallocates its segments): never leave it.
+            if (options.keep()) {
+                System.out.println("# kept " + runDir);
             } else {
-                failed += 1;
+                deleteTree(runDir);
             }
         }
         System.out.println(passed + " passed, " + failed + " failed");
-        if (options.keep()) {
-            System.out.println("# kept " + runDir);
-        } else {
-            deleteTree(runDir);
-        }
         return failed == 0 && passed > 0 ? 0 : 1;
     }
 
