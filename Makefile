@@ -9,8 +9,15 @@ CRASH_DIR ?= $(CURDIR)/target/crash-data
 BENCH_SECONDS ?= 10
 BENCH_DIR ?= $(CURDIR)/target/bench-data
 RELEASE := target/release
+BOOKIE ?= ringlog
+QUICK ?= false
+RINGLOG_BIN ?= $(CURDIR)/$(RELEASE)/ringlog
+INTEROP_ARGS ?=
 
-.PHONY: help deps shellcheck-deps zk-deps fuzz-smoke build check test sim crash bench bench-disk bench-journal ci clean
+.PHONY: help deps shellcheck-deps zk-deps fuzz-smoke build check test sim crash bench bench-disk bench-journal interop compare ci clean
+COMPARE_PAIRS ?= 3
+COMPARE_SECONDS ?= 20
+RESULTS_DIR ?= $(CURDIR)/results
 
 ## Show this help.
 help:
@@ -45,6 +52,7 @@ test: check zk-deps
 	REQUIRE_URING=1 $(CARGO) test --workspace --release $(EXTRA_CARGO_ARGS)
 	$(MAKE) sim
 	$(MAKE) crash CYCLES=20
+	$(MAKE) interop QUICK=true
 	$(MAKE) fuzz-smoke
 
 ## Seeded crash simulation of the engine: SEEDS=N seeds (default 2000); SEED=n replays one.
@@ -68,6 +76,19 @@ bench-journal: build
 ## Main job: build, start a bookie on a temporary data dir, disk floor + seed workload, report.
 bench: build
 	scripts/bench.sh $(RELEASE) $(BENCH_DIR) $(BENCH_SECONDS)
+
+## Real Java BookKeeper client vs real bookies (interop/README.md): BOOKIE=ringlog|java, QUICK=true.
+interop:
+	$(if $(filter ringlog,$(BOOKIE)),$(CARGO) build --release -p server $(EXTRA_CARGO_ARGS))
+	cd interop && mvn -B -q compile
+	java -cp "interop/target/classes:$$(cat interop/target/classpath.txt)" -Dbookie=$(BOOKIE) \
+	  -Dquick=$(QUICK) -Dringlog.bin=$(RINGLOG_BIN) $(INTEROP_ARGS) ringlog.interop.Main
+
+## Java bookie vs ringlog, same clients and workload, COMPARE_PAIRS (3) alternating pairs of COMPARE_SECONDS (20) runs; report in results/.
+compare: build
+	cd interop && mvn -B -q compile
+	python3 -c 'import matplotlib' 2>/dev/null || pip install -q matplotlib
+	scripts/compare.sh $(RELEASE) $(RESULTS_DIR) $(COMPARE_PAIRS) $(COMPARE_SECONDS)
 
 ## Fuzz every target for FUZZ_SECONDS (default 60) each with cargo-fuzz on nightly.
 fuzz-smoke:

@@ -1,0 +1,188 @@
+package ringlog.interop;
+
+import java.io.IOException;
+import java.nio.file.FileVisitResult;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.SimpleFileVisitor;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * The interop suite: the real Java BookKeeper client (bookkeeper-server 4.18.2) against real
+ * bookies (-Dbookie=ringlog|java), each scenario on a fresh in-process ZooKeeper and fresh
+ * bookies. Prints "PASS|FAIL name numbers" per scenario, then "N passed, M failed"; exits 1 on
+ * any failure.
+ */
+public final class Main {
+    /** One scenario: how many bookies it needs, how long it may take, and its body. */
+    record Scenario(String name, int bookieCount, int timeoutSeconds, Body body,
+            Map<String, String> javaSettings) {
+        Scenario(String name, int bookieCount, int timeoutSeconds, Body body) {
+            this(name, bookieCount, timeoutSeconds, body, Map.of());
+        }
+    }
+
+    interface Body {
+        String run(Cluster cluster) throws Exception;
+    }
+
+    private Main() {}
+
+    public static void main(String[] arguments) {
+        int status;
+        try {
+            status = run();
+        } catch (Throwable error) {
+            System.out.println("FAIL setup " + describe(error));
+            System.out.println("0 passed, 1 failed");
+            status = 1;
+        }
+        // Client, ZooKeeper and Netty threads are not all daemons: exit explicitly.
+        System.out.flush();
+        System.exit(status);
+    }
+
+    private static int run() throws Exception {
+        Options options = Options.fromSystemProperties();
+        Path runDir = Files.createTempDirectory(options.baseDir(), "ringlog-interop-");
+        List<Scenario> scenarios = List.of(
+                new Scenario("v3-sync-write-read", 1, 300, c -> Scenarios.syncWriteRead(c, false)),
+                new Scenario("v2-crc32c-sync-write-read", 1, 300,
+                        c -> Scenarios.syncWriteRead(c, true)),
+                new Scenario("ensemble-change-sigkill", 4, 120, Scenarios::ensembleChange),
+                new Scenario("recovery-fencing", 1, 60, Scenarios::recoveryFencing),
+                new Scenario("deferred-sync-force", 1, 120, Scenarios::deferredSync),
+                new Scenario("explicit-lac-long-poll", 1, 60, Scenarios::explicitLacLongPoll),
+                new Scenario("bench-writes", 1, options.benchSeconds() + 150,
+                        c -> BenchWrites.run(c, options.benchSeconds()),
+                        BenchWrites.JAVA_BOOKIE_SETTINGS));
+        int passed = 0;
+        int failed = 0;
+        try {
+            printHeader(options, runDir);
+            for (Scenario scenario : scenarios) {
+                if (!options.selected(scenario.name())) {
+                    continue;
+                }
+                if (runOne(options, runDir.resolve(scenario.name()), scenario)) {
+                    passed += 1;
+                } else {
+                    failed += 1;
+                }
+            }
+        } finally {
+            // Bookie data can be gigabytes (ringlog fallocates its segments): never leave it.
+            if (options.keep()) {
+                System.out.println("# kept " + runDir);
+            } else {
+                deleteTree(runDir);
+            }
+        }
+        System.out.println(passed + " passed, " + failed + " failed");
+        return failed == 0 && passed > 0 ? 0 : 1;
+    }
+
+    private static void printHeader(Options options, Path runDir) throws Exception {
+        System.out.println("# interop: bookie=" + options.bookie() + " client=bookkeeper-server "
+                + org.apache.bookkeeper.client.BookKeeper.class.getPackage()
+                        .getImplementationVersion()
+                + " zookeeper=" + org.apache.zookeeper.Version.getFullVersion()
+                + " quick=" + options.quick() + " bench_time_s=" + options.benchSeconds()
+                + " dir=" + runDir);
+        if (options.bookie().equals("ringlog")) {
+            System.out.println("# ringlog: " + options.ringlogBinary()
+                    + " serve --shards 1 --zk ... --zk-root /ledgers (other flags default)");
+        } else {
+            Path probe = runDir.resolve("settings-probe");
+            try (EmbeddedZooKeeper zk = EmbeddedZooKeeper.start(probe.resolve("zookeeper"))) {
+                System.out.println("# java bookie settings: "
+                        + new JavaBookie("probe", probe.resolve("bookie"), zk, Map.of()).describe());
+            }
+        }
+    }
+
+    /** Runs one scenario under a watchdog; a hang is a FAIL, and closing the cluster frees it. */
+    private static boolean runOne(Options options, Path dir, Scenario scenario) {
+        long start = System.nanoTime();
+        ExecutorService executor = Executors.newSingleThreadExecutor(runnable -> {
+            Thread thread = new Thread(runnable, "scenario-" + scenario.name());
+            thread.setDaemon(true);
+            return thread;
+        });
+        Cluster[] cluster = new Cluster[1];
+        String outcome;
+        boolean pass = false;
+        try {
+            Scenarios.step("cluster start");
+            Future<String> numbers = executor.submit(() -> {
+                cluster[0] = Cluster.start(options, dir, scenario.bookieCount(),
+                        scenario.javaSettings());
+                return scenario.body().run(cluster[0]);
+            });
+            outcome = numbers.get(scenario.timeoutSeconds(), TimeUnit.SECONDS);
+            pass = true;
+        } catch (TimeoutException e) {
+            outcome = "timed out after " + scenario.timeoutSeconds() + " s [at: "
+                    + Scenarios.step + "]";
+        } catch (ExecutionException e) {
+            outcome = describe(e.getCause()) + " [at: " + Scenarios.step + "]";
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            outcome = "interrupted";
+        } finally {
+            executor.shutdownNow();
+        }
+        if (cluster[0] != null) {
+            cluster[0].close();
+        }
+        double seconds = (System.nanoTime() - start) / 1e9;
+        System.out.printf("%s %s %s scenario_s=%.1f%n", pass ? "PASS" : "FAIL", scenario.name(),
+                outcome, seconds);
+        System.out.flush();
+        return pass;
+    }
+
+    private static String describe(Throwable error) {
+        // Futures wrap the cause; the FAIL line wants the cause itself.
+        while ((error instanceof ExecutionException || error instanceof CompletionException)
+                && error.getCause() != null) {
+            error = error.getCause();
+        }
+        if (error instanceof Check.Failure) {
+            return error.getMessage();
+        }
+        StringBuilder text = new StringBuilder(error.toString());
+        for (Throwable cause = error.getCause(); cause != null; cause = cause.getCause()) {
+            text.append(" <- ").append(cause);
+        }
+        return text.toString().replace('\n', ' ');
+    }
+
+    private static void deleteTree(Path root) throws IOException {
+        Files.walkFileTree(root, new SimpleFileVisitor<>() {
+            @Override
+            public FileVisitResult visitFile(Path file, BasicFileAttributes attributes)
+                    throws IOException {
+                Files.delete(file);
+                return FileVisitResult.CONTINUE;
+            }
+
+            @Override
+            public FileVisitResult postVisitDirectory(Path dir, IOException error)
+                    throws IOException {
+                Files.delete(dir);
+                return FileVisitResult.CONTINUE;
+            }
+        });
+    }
+}
