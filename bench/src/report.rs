@@ -46,8 +46,7 @@ const KEYS_STANDARD: [&str; 13] = [
 /// Percentiles of `spectrum_us` in the JSON report: enough points for a percentile-spectrum
 /// plot from p0 to max without shipping the histogram.
 const SPECTRUM_PERCENTILES: [f64; 15] = [
-    0.0, 10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99, 99.995, 99.999,
-    100.0,
+    0.0, 10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99, 99.995, 99.999, 100.0,
 ];
 
 /// Highest latency a histogram tracks: 60 s in microseconds. Anything slower is recorded as

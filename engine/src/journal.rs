@@ -488,8 +488,18 @@ impl<D: Disk> Journal<D> {
         if needs_key {
             self.create_ledger(ledger, master_key);
         }
-        let kind = RecordKind::ExplicitLac;
-        self.stage_meta(Some(token), kind, ledger, ENTRY_ID_EXPLICIT_LAC, body);
+        let location = self.location_next();
+        let staged = Staged {
+            token: Some(token),
+            kind: RecordKind::ExplicitLac,
+            ledger,
+            entry: ENTRY_ID_EXPLICIT_LAC,
+            location,
+            payload_size: 0,
+            deferred: false,
+            last_add_confirmed: record::explicit_lac_body_last_add_confirmed(body),
+        };
+        self.stage(staged, body);
         Ok(())
     }
 
@@ -887,6 +897,10 @@ impl<D: Disk> Journal<D> {
                 RecordKind::ExplicitLac => {
                     let state = self.index.ledger_mut(staged.ledger).expect("ledger exists");
                     state.explicit_lac = Some(Slot::new(staged.location, staged.payload_size));
+                    // As Java's FileInfo.setExplicitLac: the bookie's LAC includes it, so a
+                    // long poll waiting on the LAC wakes when an explicit LAC passes it.
+                    state.last_add_confirmed =
+                        state.last_add_confirmed.max(staged.last_add_confirmed);
                 }
                 RecordKind::LedgerKey | RecordKind::Fence | RecordKind::ForceMarker => {}
             }
@@ -950,12 +964,7 @@ impl<D: Disk> Journal<D> {
 
 /// Body offset 16 holds the writer's LAC when the body is long enough (BookKeeper §4.1).
 fn body_last_add_confirmed(body: &[u8]) -> i64 {
-    let Some(field) = body.get(16..24) else {
-        return -1;
-    };
-    let mut bytes = [0u8; 8];
-    bytes.copy_from_slice(field);
-    i64::from_be_bytes(bytes)
+    record::entry_body_last_add_confirmed(body)
 }
 
 impl<D: Disk> Journal<D> {

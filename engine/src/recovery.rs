@@ -309,11 +309,7 @@ fn apply(index: &mut Index, header: &RecordHeader, payload: &[u8]) {
         }
         RecordKind::Entry => {
             index.create(header.ledger, [0u8; crate::constants::MASTER_KEY_SIZE]);
-            let lac = payload.get(16..24).map_or(-1, |field| {
-                let mut bytes = [0u8; 8];
-                bytes.copy_from_slice(field);
-                i64::from_be_bytes(bytes)
-            });
+            let lac = crate::record::entry_body_last_add_confirmed(payload);
             index.insert_entry(header.ledger, header.entry, slot, lac);
         }
         RecordKind::Fence => {
@@ -322,10 +318,10 @@ fn apply(index: &mut Index, header: &RecordHeader, payload: &[u8]) {
         }
         RecordKind::ExplicitLac => {
             index.create(header.ledger, [0u8; crate::constants::MASTER_KEY_SIZE]);
-            index
-                .ledger_mut(header.ledger)
-                .expect("created")
-                .explicit_lac = Some(slot);
+            let state = index.ledger_mut(header.ledger).expect("created");
+            state.explicit_lac = Some(slot);
+            let lac = crate::record::explicit_lac_body_last_add_confirmed(payload);
+            state.last_add_confirmed = state.last_add_confirmed.max(lac);
         }
         RecordKind::ForceMarker => {}
     }

@@ -412,3 +412,27 @@ fn explicit_lac_reads_back_from_cache_and_disk() {
         b"second lac body"
     );
 }
+
+#[test]
+fn an_explicit_lac_raises_the_ledger_lac_and_survives_recovery() {
+    let mut journal = Journal::open(SimDisk::new(4), config_small()).unwrap();
+    journal
+        .add(
+            1,
+            LedgerId(6),
+            EntryId(0),
+            &KEY,
+            &body(6, 0, 10),
+            AddOptions::default(),
+        )
+        .unwrap();
+    drive(&mut journal);
+    assert_eq!(journal.ledger(LedgerId(6)).unwrap().last_add_confirmed, -1);
+    // [ledgerId][lac][digest], as the Java client's DigestManager packs it.
+    let lac_body = [6i64.to_be_bytes(), 41i64.to_be_bytes(), [0; 8]].concat();
+    journal.write_lac(2, LedgerId(6), &KEY, &lac_body).unwrap();
+    drive(&mut journal);
+    assert_eq!(journal.ledger(LedgerId(6)).unwrap().last_add_confirmed, 41);
+    let journal = Journal::open(journal.into_disk().crash(), config_small()).unwrap();
+    assert_eq!(journal.ledger(LedgerId(6)).unwrap().last_add_confirmed, 41);
+}
