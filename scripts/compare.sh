@@ -54,25 +54,42 @@ bench_writes() {
   cat "$out.txt"
 }
 
-# Starts one bookie through interop's Serve, drives it with ringlog-bench, stops it.
+# Starts one bookie through interop's Serve (which stops when its stdin, a FIFO, closes),
+# drives it with ringlog-bench, stops it.
 drive() {
-  local bookie=$1 pair=$2 java_ops=$3 prefix ready port pid zk before after usage
+  local bookie=$1 pair=$2 java_ops=$3 prefix line port pid before after
   prefix="$results/pair$pair-$bookie"
-  coproc SERVE { exec java -cp "$classpath" -Dbookie="$bookie" "${java_props[@]}" ringlog.interop.Serve; }
-  serve_pid=$SERVE_PID
-  read -r ready port pid zk <&"${SERVE[0]}" || true
-  if [[ $ready != READY ]]; then
-    echo "compare: $bookie bookie did not start ($ready $port $pid $zk)" >&2
+  rm -f "$work/serve.in"
+  mkfifo "$work/serve.in"
+  java -cp "$classpath" -Dbookie="$bookie" "${java_props[@]}" ringlog.interop.Serve \
+    <"$work/serve.in" >"$prefix-serve.log" 2>&1 &
+  serve_pid=$!
+  exec 7>"$work/serve.in"
+  line=''
+  for _ in $(seq 1 1200); do
+    line=$(grep -m 1 -E "^(READY|FAILED)" "$prefix-serve.log" || true)
+    [[ -n $line ]] && break
+    sleep 0.1
+  done
+  if [[ $line != READY* ]]; then
+    echo "compare: the $bookie bookie did not start: ${line:-timeout}" >&2
+    tail -n 20 "$prefix-serve.log" >&2
     exit 1
   fi
-  echo "== pair $pair, $bookie bookie on 127.0.0.1:$port (pid $pid, ZooKeeper $zk)"
+  read -r _ port pid _ <<<"$line"
+  echo "== pair $pair, $bookie bookie on 127.0.0.1:$port (pid $pid)"
   local target=(--target "127.0.0.1:$port" --entry-size 1024)
   before=$(process_counters "$pid")
   "$release/ringlog-bench" writes "${target[@]}" --ledgers 50 --throttle 20000 \
     --seconds "$seconds" --json "$prefix-closed.json" | tail -n 4
   after=$(process_counters "$pid")
   echo "$before $after $(getconf CLK_TCK)" >"$prefix-closed.counters"
-  local rate
+  # The Java bookie runs first in each pair, so its own closed loop sets the rates.
+  if [[ $bookie == java ]]; then
+    java_ops=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['ops_per_sec'])" \
+      "$prefix-closed.json")
+  fi
+  local rate percent
   for percent in 50 90; do
     rate=$(awk -v ops="$java_ops" -v p="$percent" 'BEGIN { printf "%.0f", ops * p / 100 }')
     if ((rate > 0)); then
@@ -82,11 +99,10 @@ drive() {
   done
   "$release/ringlog-bench" writes "${target[@]}" --ledgers 1 --throttle 1 \
     --seconds "$seconds" --json "$prefix-qd1.json" | tail -n 3
-  exec {SERVE[1]}>&-
-  read -r usage <&"${SERVE[0]}" || true
-  echo "$usage" >"$prefix-usage.txt"
+  exec 7>&-
   wait "$serve_pid" || true
   serve_pid=''
+  grep -m 1 "^USAGE" "$prefix-serve.log" >"$prefix-usage.txt" || true
 }
 
 echo "== compare: $pairs pairs (java, ringlog), $seconds s per run; results in $results"
