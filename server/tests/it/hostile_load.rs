@@ -91,6 +91,7 @@ fn closed_after(address: SocketAddr, bytes: &[u8], half_close: bool) -> bool {
         match stream.read(&mut sink) {
             Ok(0) => return true,
             Ok(_) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
             Err(error) => {
                 return matches!(
                     error.kind(),

@@ -341,6 +341,9 @@ impl Client {
             }
             let mut chunk = [0u8; 64 * 1024];
             match self.stream.read(&mut chunk) {
+                // A blocking read with a timeout is never restarted after a signal (or a
+                // stop and continue of this process): EINTR is not the server's answer.
+                Err(error) if error.kind() == ErrorKind::Interrupted => {}
                 Ok(0) | Err(_) => return None,
                 Ok(count) => self.received.extend_from_slice(&chunk[..count]),
             }
@@ -415,6 +418,7 @@ impl Client {
                 Ok(0) => return true,
                 Ok(_) => {}
                 Err(error) if error.kind() == ErrorKind::ConnectionReset => return true,
+                Err(error) if error.kind() == ErrorKind::Interrupted => {}
                 Err(error)
                     if matches!(error.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) =>
                 {

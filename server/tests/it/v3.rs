@@ -88,6 +88,8 @@ impl V3Client {
             }
             let mut chunk = [0u8; 64 * 1024];
             match self.stream.read(&mut chunk) {
+                // Never restarted after a signal: EINTR is not the server's answer.
+                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
                 Ok(0) | Err(_) => return None,
                 Ok(count) => self.received.extend_from_slice(&chunk[..count]),
             }
