@@ -79,7 +79,7 @@ bench: build
 
 ## Real Java BookKeeper client vs real bookies (interop/README.md): BOOKIE=ringlog|java, QUICK=true.
 interop:
-	$(if $(filter ringlog,$(BOOKIE)),$(CARGO) build --release -p server $(EXTRA_CARGO_ARGS))
+	$(if $(filter ringlog,$(BOOKIE)),$(CARGO) build --release --workspace $(EXTRA_CARGO_ARGS))
 	cd interop && mvn -B -q compile
 	java -cp "interop/target/classes:$$(cat interop/target/classpath.txt)" -Dbookie=$(BOOKIE) \
 	  -Dquick=$(QUICK) -Dringlog.bin=$(RINGLOG_BIN) $(INTEROP_ARGS) ringlog.interop.Main
