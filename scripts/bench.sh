@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `make bench`: the disk floor, then a ringlog bookie on a temporary data dir driven with the
-# seed workload (and one outstanding add for the latency floor); prints every report and the
+# `make bench`: a ringlog bookie on a temporary data dir; the disk floor and one outstanding add in
+# alternating pairs, then the seed workload; prints every report and the
 # ratios, stops the server and prints its shutdown summary.
 # Usage: scripts/bench.sh RELEASE_DIR BENCH_DIR SECONDS
 set -euo pipefail
@@ -19,9 +19,6 @@ cleanup() {
 trap cleanup EXIT
 
 echo "== machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), kernel $(uname -r), $(df -T "$dir" | awk 'NR==2 {print $2}') on $(df "$dir" | awk 'NR==2 {print $1}')"
-echo "== disk floor: QD1 O_DIRECT 4 KiB write + linked fdatasync"
-"$release/ringlog-bench" disk --dir "$run" --size 4096 --seconds 5 --json "$run/disk.json"
-
 echo "== starting ringlog serve on 127.0.0.1:$port"
 "$release/ringlog" serve --data-dir "$run/data" --listen "127.0.0.1:$port" >"$run/server.log" 2>&1 &
 server_pid=$!
@@ -32,9 +29,18 @@ for _ in $(seq 1 600); do
 done
 grep "listening on" "$run/server.log" || { cat "$run/server.log"; echo "server did not start" >&2; exit 1; }
 
-echo "== one outstanding add (latency floor), 1 KiB, sync"
-"$release/ringlog-bench" writes --target "127.0.0.1:$port" --entry-size 1024 --ledgers 1 \
-  --throttle 1 --seconds 5 --json "$run/throttle-1.json"
+# The disk floor and one outstanding add alternate (A B A B ...): this VM's floor drifts by up
+# to 2x within minutes, so each ratio compares runs taken seconds apart.
+pairs=${BENCH_PAIRS:-5}
+summary_args=()
+for pair in $(seq 1 "$pairs"); do
+  echo "== pair $pair/$pairs: disk floor, QD1 O_DIRECT 4 KiB write + linked fdatasync"
+  "$release/ringlog-bench" disk --dir "$run" --size 4096 --seconds 3 --json "$run/disk-$pair.json"
+  echo "== pair $pair/$pairs: one outstanding add (latency floor), 1 KiB, sync"
+  "$release/ringlog-bench" writes --target "127.0.0.1:$port" --entry-size 1024 --ledgers 1 \
+    --throttle 1 --seconds 3 --json "$run/throttle-1-$pair.json"
+  summary_args+=("disk#$pair=$run/disk-$pair.json" "writes-throttle-1#$pair=$run/throttle-1-$pair.json")
+done
 echo "== seed workload: 1 KiB, 50 ledgers, throttle 20000, sync"
 "$release/ringlog-bench" writes --target "127.0.0.1:$port" --entry-size 1024 --ledgers 50 \
   --throttle 20000 --seconds "$seconds" --json "$run/seed.json"
@@ -48,5 +54,4 @@ wait "$server_pid" || echo "server exited with status $?" >&2
 server_pid=
 echo "== server shutdown summary"
 cat "$run/server.log"
-python3 "$(dirname "$0")/bench_summary.py" disk="$run/disk.json" \
-  writes-throttle-1="$run/throttle-1.json" writes-seed="$run/seed.json"
+python3 "$(dirname "$0")/bench_summary.py" "${summary_args[@]}" writes-seed="$run/seed.json"

@@ -43,6 +43,11 @@ pub struct JournalArgs {
     /// --zero-ahead`. Default: true.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub zero_ahead: bool,
+    /// Microseconds the loop polls the ring before it sleeps waiting for a completion, as
+    /// `ringlog serve --busy-poll-us` (same default), so this measures the engine as the
+    /// server drives it. 0 always sleeps, as `ringlog-bench disk` does. Default: 200.
+    #[arg(long, default_value_t = 200)]
+    pub busy_poll_us: u64,
     /// Write the report as one JSON object to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -52,6 +57,9 @@ pub struct JournalArgs {
 pub fn run(args: &JournalArgs) -> Result<(), String> {
     if args.outstanding == 0 || args.outstanding > 1_000_000 {
         return Err("--outstanding must be between 1 and 1000000".into());
+    }
+    if args.busy_poll_us > 10_000 {
+        return Err("--busy-poll-us must be at most 10000".into());
     }
     let dir = args
         .dir
@@ -121,11 +129,20 @@ fn measure(args: &JournalArgs, dir: &std::path::Path) -> Result<Report, String> 
         }
         fill(&mut state, args.outstanding, &body)?;
         state.journal.submit();
-        state
-            .ring
-            .borrow_mut()
-            .submit_and_wait(1)
-            .map_err(|e| e.to_string())?;
+        let busy_poll = Duration::from_micros(args.busy_poll_us);
+        let polled = !busy_poll.is_zero()
+            && state
+                .ring
+                .borrow_mut()
+                .busy_poll(busy_poll)
+                .map_err(|e| e.to_string())?;
+        if !polled {
+            state
+                .ring
+                .borrow_mut()
+                .submit_and_wait(1)
+                .map_err(|e| e.to_string())?;
+        }
         state.ring.borrow_mut().reap(&mut Vec::new());
         state.journal.poll();
         drain(
@@ -157,8 +174,9 @@ fn measure(args: &JournalArgs, dir: &std::path::Path) -> Result<Report, String> 
         "write + linked fdatasync"
     };
     report.notes.push(format!(
-        "engine in-process, {} outstanding, {} B entries, {mode}, {} commits in flight",
-        args.outstanding, args.entry_size, args.commits_in_flight
+        "engine in-process, {} outstanding, {} B entries, {mode}, {} commits in flight, \
+         busy-poll {} µs",
+        args.outstanding, args.entry_size, args.commits_in_flight, args.busy_poll_us
     ));
     Ok(report)
 }

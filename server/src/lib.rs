@@ -393,7 +393,8 @@ pub fn summary_line(report: &ShardReport) -> String {
          connections_invalid={} connections_idle={} adds={} reads={} commits={} \
          entries_per_commit={:.1} forwarded={} forwarded_served={} \
          context_switches_voluntary={} context_switches_voluntary_per_commit={:.2} \
-         context_switches_involuntary={} turns={} waits={} received_to_handled_us_avg={:.1} \
+         context_switches_involuntary={} turns={} waits={} busy_polls={} sleeps={} \
+         received_to_handled_us_avg={:.1} \
          commit_staging_us_avg={:.1} commit_io_us_avg={:.1} | journal records={} \
          entries_durable={} bytes_written={} staging_full={} segments_created={} \
          segment_create_failures={} reads_cached={} reads_disk={} read_checksum_failures={} \
@@ -415,6 +416,8 @@ pub fn summary_line(report: &ShardReport) -> String {
         report.context_switches_involuntary,
         stats.turns,
         stats.waits,
+        stats.busy_polls,
+        stats.sleeps,
         average(stats.received_to_handled_us_total, stats.requests_handled),
         average(journal.commit_staging_us_total, journal.commits),
         average(journal.commit_io_us_total, journal.commits_durable),

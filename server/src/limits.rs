@@ -104,6 +104,12 @@ pub const LOOP_WAIT_MS_MAX: u64 = 100;
 /// The loop's sleep while a mailbox batch waits for room in a full peer mailbox (nothing
 /// wakes the shard when room appears).
 pub const LOOP_WAIT_MS_RETRY: u64 = 1;
+/// How long a shard polls after its last work before sleeping (`--busy-poll-us`): longer
+/// than a QD1 commit here (write + fdatasync, about 130-160 µs) plus a loopback round trip,
+/// so a lone writer's commit completion and next request both find the shard awake.
+pub const BUSY_POLL_US_DEFAULT: u64 = 200;
+/// Largest `--busy-poll-us`: beyond a few milliseconds polling only burns CPU.
+pub const BUSY_POLL_US_MAX: u64 = 10_000;
 
 /// BookKeeper's `zkLedgersRootPath`.
 pub const ZK_ROOT_DEFAULT: &str = "/ledgers";

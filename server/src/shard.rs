@@ -143,8 +143,12 @@ pub struct ShardStats {
     pub accept_errors: u64,
     /// Loop turns.
     pub turns: u64,
-    /// Turns that slept in the kernel.
+    /// Turns that found nothing to do.
     pub waits: u64,
+    /// Waits that polled the ring first (`--busy-poll-us`).
+    pub busy_polls: u64,
+    /// Waits that slept in the kernel (after polling, if they polled, found nothing).
+    pub sleeps: u64,
     /// Requests decoded and handled (staged, answered or forwarded) from connections.
     pub requests_handled: u64,
     /// Sum over those requests of the time from their recv's completion to their handling,
@@ -281,6 +285,9 @@ struct Shard {
     read_only_reported: bool,
     mail_retry: bool,
     tick_last: Instant,
+    /// When the loop last did work: the shard polls instead of sleeping until
+    /// `config.busy_poll` after it.
+    progress_last: Instant,
     /// The LAC may have moved or a deadline passed: scan the parked long polls this turn.
     parked_check: bool,
 }
@@ -402,6 +409,7 @@ impl Shard {
             read_only_reported: false,
             mail_retry: false,
             tick_last: Instant::now(),
+            progress_last: Instant::now(),
             parked_check: false,
             config,
         }
@@ -465,7 +473,9 @@ impl Shard {
             if self.stopping && self.drain_check() {
                 break;
             }
-            if !self.context.progress {
+            if self.context.progress {
+                self.progress_last = Instant::now();
+            } else {
                 self.wait();
             }
         }
@@ -493,6 +503,36 @@ impl Shard {
             let until = next.saturating_duration_since(Instant::now());
             wait = wait.min(until.max(Duration::from_millis(1)));
         }
+        // Poll instead of sleeping: while the journal has a disk operation in flight (its
+        // completion is certain and, at the disk's latency, soon) for the whole wait, and
+        // otherwise for what is left of `busy_poll` after the last work. Off with 0.
+        let busy_poll = self.config.busy_poll;
+        let budget = if !self.context.journal.is_idle() {
+            wait
+        } else {
+            busy_poll
+                .saturating_sub(self.progress_last.elapsed())
+                .min(wait)
+        };
+        if !busy_poll.is_zero() && !budget.is_zero() && !self.stopping {
+            self.context.stats.busy_polls += 1;
+            let result = self.ring.borrow_mut().busy_poll(budget);
+            match result {
+                Ok(true) => return,
+                // Polled for the whole wait: the loop's turn is due anyway.
+                Ok(false) if budget == wait => return,
+                Ok(false) => {}
+                Err(error) => {
+                    eprintln!(
+                        "ringlog: shard {}: io_uring poll failed: {error}; stopping",
+                        self.id
+                    );
+                    self.context.router.poison();
+                    return;
+                }
+            }
+        }
+        self.context.stats.sleeps += 1;
         let result = self.ring.borrow_mut().submit_and_wait_timeout(wait);
         if let Err(error) = result {
             // The ring is this shard's only way to the disk and the network.

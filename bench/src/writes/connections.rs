@@ -30,6 +30,8 @@ pub struct Connections {
     connections: Vec<Connection>,
     completions: Vec<Completion>,
     sizes: BufferSizes,
+    /// How long `turn` polls before it sleeps (zero: it sleeps at once).
+    busy_poll: Duration,
 }
 
 /// Called for every decoded response: (connection index, response).
@@ -91,11 +93,19 @@ impl Connections {
             connections,
             completions,
             sizes,
+            busy_poll: Duration::ZERO,
         };
         for index in 0..this.connections.len() {
             this.arm_receive(index)?;
         }
         Ok(this)
+    }
+
+    /// Polls for up to `busy_poll` before each sleep in `turn` (`Ring::busy_poll`).
+    #[must_use]
+    pub fn with_busy_poll(mut self, busy_poll: Duration) -> Self {
+        self.busy_poll = busy_poll;
+        self
     }
 
     /// True when connection `index` accepts more requests this turn.
@@ -115,10 +125,13 @@ impl Connections {
         for index in 0..self.connections.len() {
             self.start_send(index)?;
         }
+        let poll = self.busy_poll.min(timeout);
         let waited = if timeout.is_zero() {
             self.ring.submit()
+        } else if !poll.is_zero() && self.ring.busy_poll(poll).map_err(|e| e.to_string())? {
+            Ok(())
         } else {
-            self.ring.submit_and_wait_timeout(timeout)
+            self.ring.submit_and_wait_timeout(timeout - poll)
         };
         waited.map_err(|error| format!("io_uring submit: {error}"))?;
         let mut completions = std::mem::take(&mut self.completions);

@@ -18,6 +18,8 @@ use std::time::{Duration, Instant};
 /// Thread t's part of the run, decided by `Plan::thread`.
 pub(crate) struct ThreadPlan {
     pub index: usize,
+    /// How long the loop polls before it sleeps waiting for responses.
+    pub busy_poll: Duration,
     pub target: String,
     /// Global numbers of this thread's connections, in local index order.
     pub connection_labels: Vec<usize>,
@@ -93,6 +95,7 @@ pub(crate) fn run_thread(plan: ThreadPlan, shared: &Shared, sender: Sender<Messa
             request_frame_max: plan.entry_size + ADD_FRAME_OVERHEAD,
         };
         Connections::open(&plan.target, &plan.connection_labels, sizes)
+            .map(|connections| connections.with_busy_poll(plan.busy_poll))
     });
     if connected.is_err() {
         shared.stop.store(true, Ordering::Relaxed);

@@ -117,3 +117,55 @@ fn commits_roll_over_segments_and_survive_reopen() {
         );
     }
 }
+
+#[test]
+fn busy_poll_returns_on_a_posted_completion_and_gives_up_when_nothing_comes() {
+    if !uring_available() {
+        return;
+    }
+    let dir = temp_dir("uring-busy-poll");
+    let config = Config {
+        segment_size: 1024 * 1024,
+        zero_ahead: false,
+        ..Config::default()
+    };
+    let (ring, mut journal) = open(&dir, config);
+    settle(&ring, &mut journal);
+    // Nothing in flight: the poll spends its budget and says so.
+    let budget = std::time::Duration::from_millis(5);
+    let started = std::time::Instant::now();
+    assert!(!ring.borrow_mut().busy_poll(budget).unwrap());
+    assert!(started.elapsed() >= budget);
+    // A commit in flight: the poll returns once its completion is posted, without a sleep,
+    // and the completion is there to reap (the write completes quietly; the fsync posts).
+    let data = body(1, 0, 100);
+    journal
+        .add(
+            0,
+            LedgerId(1),
+            EntryId(0),
+            &KEY,
+            &data,
+            AddOptions::default(),
+        )
+        .unwrap();
+    journal.submit();
+    let mut polls = 0;
+    while !ring
+        .borrow_mut()
+        .busy_poll(std::time::Duration::from_secs(1))
+        .unwrap()
+    {
+        polls += 1;
+        assert!(polls < 30, "a commit did not complete in 30 s");
+    }
+    let mut net = Vec::new();
+    ring.borrow_mut().reap(&mut net);
+    assert!(net.is_empty());
+    assert!(ring.borrow().disk_completions_pending());
+    journal.poll();
+    let mut events = Vec::new();
+    journal.events_swap(&mut events);
+    events.extend(settle(&ring, &mut journal));
+    assert_eq!(events, vec![Event::Durable { token: 0 }]);
+}

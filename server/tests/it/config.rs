@@ -50,6 +50,7 @@ fn defaults_and_bounds() {
     assert!(config.direct_io);
     assert_eq!(config.idle_timeout.as_millis(), 600_000);
     assert_eq!(config.requests_in_flight_max, 10_000);
+    assert_eq!(config.busy_poll.as_micros(), 200);
     assert!(
         ServeArgs::default().resolve(&[0]).is_err(),
         "data_dir is required"
@@ -82,6 +83,23 @@ fn defaults_and_bounds() {
     })
     .resolve(&[0])
     .is_err());
+    let error = bad(ServeArgs {
+        busy_poll_us: Some(10_001),
+        ..ServeArgs::default()
+    })
+    .resolve(&[0])
+    .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "invalid --busy-poll-us: must be 0..=10000"
+    );
+    let off = bad(ServeArgs {
+        busy_poll_us: Some(0),
+        ..ServeArgs::default()
+    })
+    .resolve(&[0])
+    .unwrap();
+    assert!(off.busy_poll.is_zero(), "0 turns polling off");
 }
 
 #[test]
