@@ -36,10 +36,14 @@ summary_args=()
 for pair in $(seq 1 "$pairs"); do
   echo "== pair $pair/$pairs: disk floor, QD1 O_DIRECT 4 KiB write + linked fdatasync"
   "$release/ringlog-bench" disk --dir "$run" --size 4096 --seconds 3 --json "$run/disk-$pair.json"
+  echo "== pair $pair/$pairs: disk floor with RWF_DSYNC (the server's default sync mode)"
+  "$release/ringlog-bench" disk --dir "$run" --size 4096 --seconds 3 --dsync \
+    --json "$run/disk-dsync-$pair.json"
   echo "== pair $pair/$pairs: one outstanding add (latency floor), 1 KiB, sync"
   "$release/ringlog-bench" writes --target "127.0.0.1:$port" --entry-size 1024 --ledgers 1 \
     --throttle 1 --seconds 3 --json "$run/throttle-1-$pair.json"
-  summary_args+=("disk#$pair=$run/disk-$pair.json" "writes-throttle-1#$pair=$run/throttle-1-$pair.json")
+  summary_args+=("disk#$pair=$run/disk-$pair.json" "disk-dsync#$pair=$run/disk-dsync-$pair.json"
+    "writes-throttle-1#$pair=$run/throttle-1-$pair.json")
 done
 echo "== seed workload: 1 KiB, 50 ledgers, throttle 20000, sync"
 "$release/ringlog-bench" writes --target "127.0.0.1:$port" --entry-size 1024 --ledgers 50 \

@@ -13,9 +13,12 @@ summary_args=()
 for pair in $(seq 1 "$pairs"); do
   "$release/ringlog-bench" disk --dir "$run" --size 4096 --seconds "$seconds" \
     --json "$run/disk-$pair.json"
+  "$release/ringlog-bench" disk --dir "$run" --size 4096 --seconds "$seconds" --dsync \
+    --json "$run/disk-dsync-$pair.json"
   "$release/ringlog-bench" journal --dir "$run" --entry-size 1024 --outstanding 1 \
     --seconds "$seconds" --json "$run/journal-1-$pair.json"
-  summary_args+=("disk#$pair=$run/disk-$pair.json" "journal-outstanding-1#$pair=$run/journal-1-$pair.json")
+  summary_args+=("disk#$pair=$run/disk-$pair.json" "disk-dsync#$pair=$run/disk-dsync-$pair.json"
+    "journal-outstanding-1#$pair=$run/journal-1-$pair.json")
 done
 "$release/ringlog-bench" journal --dir "$run" --entry-size 1024 --outstanding 256 \
   --seconds "$seconds" --json "$run/journal-256.json"

@@ -51,6 +51,7 @@ def median(values):
 def disk_median(reports):
     """The disk floor of the alternating pairs (disk#K): median p50 and median ops/s."""
     floors = [report for name, report in reports.items() if name.startswith("disk#")]
+    # (the linked floor, "disk#K", is the one the targets name)
     if not floors:
         return None
     return {"p50_us": median([floor["p50_us"] for floor in floors]),
@@ -58,19 +59,23 @@ def disk_median(reports):
 
 
 def pairs_print(reports):
-    """Runs named NAME#K were taken right after disk#K (alternating pairs, so the host's
-    drift, which moves this VM's disk floor by 2x within minutes, cancels): prints each
-    pair's p50 ratio and the median over the pairs."""
+    """Runs named NAME#K were taken right after the floors FLOOR#K (names starting with
+    "disk"; alternating pairs, so the host's drift, which moves this VM's disk floor by 2x
+    within minutes, cancels): prints each pair's p50 ratio to each floor and the median."""
+    floors = sorted({name.partition("#")[0] for name in reports
+                     if name.startswith("disk") and "#" in name})
     pairs = {}
     for name, report in reports.items():
         base, hash_sign, index = name.partition("#")
-        if hash_sign and base != "disk" and f"disk#{index}" in reports:
-            disk = reports[f"disk#{index}"]
-            if disk["p50_us"]:
-                pairs.setdefault(base, []).append(report["p50_us"] / disk["p50_us"])
-    for base, ratios in pairs.items():
+        if not hash_sign or base.startswith("disk"):
+            continue
+        for floor in floors:
+            disk = reports.get(f"{floor}#{index}")
+            if disk and disk["p50_us"]:
+                pairs.setdefault((base, floor), []).append(report["p50_us"] / disk["p50_us"])
+    for (base, floor), ratios in pairs.items():
         listed = " ".join(f"{ratio:.2f}" for ratio in ratios)
-        print(f"{base:<22} p50 / disk p50 per pair: {listed}; median {median(ratios):.2f} "
+        print(f"{base:<22} p50 / {floor} p50 per pair: {listed}; median {median(ratios):.2f} "
               f"over {len(ratios)} pairs")
 
 

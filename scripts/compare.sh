@@ -102,6 +102,8 @@ drive() {
   if [[ $bookie == ringlog ]]; then
     "$release/ringlog-bench" disk --dir "$work" --size 4096 --seconds 5 \
       --json "$results/pair$pair-disk.json" | tail -n 3
+    "$release/ringlog-bench" disk --dir "$work" --size 4096 --seconds 5 --dsync \
+      --json "$results/pair$pair-disk-dsync.json" | tail -n 3
   fi
   "$release/ringlog-bench" writes "${target[@]}" --ledgers 1 --throttle 1 \
     --seconds "$seconds" --json "$prefix-qd1.json" | tail -n 3

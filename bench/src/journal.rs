@@ -28,9 +28,11 @@ pub struct JournalArgs {
     /// Commits in flight (engine default 2).
     #[arg(long, default_value_t = 2)]
     pub commits_in_flight: usize,
-    /// Use single RWF_DSYNC writes instead of write + linked fdatasync.
-    #[arg(long)]
-    pub dsync: bool,
+    /// How commits become durable, as `ringlog serve --sync-mode`: `dsync` (one RWF_DSYNC
+    /// write) or `linked-fdatasync` (the write linked to an fdatasync). Default: dsync, the
+    /// server's default.
+    #[arg(long, value_enum, default_value_t = SyncModeArg::Dsync)]
+    pub sync_mode: SyncModeArg,
     /// Segment size in bytes. Default: 1 GiB.
     #[arg(long, default_value_t = 1024 * 1024 * 1024)]
     pub segment_size: u64,
@@ -51,6 +53,15 @@ pub struct JournalArgs {
     /// Write the report as one JSON object to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
+}
+
+/// `--sync-mode` values (the engine's `SyncMode`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyncModeArg {
+    /// One O_DIRECT write with RWF_DSYNC.
+    Dsync,
+    /// One O_DIRECT write linked to an fdatasync.
+    LinkedFdatasync,
 }
 
 /// Runs the in-process journal benchmark and prints its report.
@@ -95,10 +106,9 @@ fn measure(args: &JournalArgs, dir: &std::path::Path) -> Result<Report, String> 
         commits_in_flight_max: args.commits_in_flight,
         segment_zero_fill: args.segment_zero_fill,
         zero_ahead: args.zero_ahead,
-        sync_mode: if args.dsync {
-            SyncMode::Dsync
-        } else {
-            SyncMode::LinkedFdatasync
+        sync_mode: match args.sync_mode {
+            SyncModeArg::Dsync => SyncMode::Dsync,
+            SyncModeArg::LinkedFdatasync => SyncMode::LinkedFdatasync,
         },
         ..Config::default()
     };
@@ -168,10 +178,9 @@ fn measure(args: &JournalArgs, dir: &std::path::Path) -> Result<Report, String> 
     ));
     report.extra.push(("outstanding", args.outstanding as f64));
     report.extra.push(("entry_size", args.entry_size as f64));
-    let mode = if args.dsync {
-        "RWF_DSYNC"
-    } else {
-        "write + linked fdatasync"
+    let mode = match args.sync_mode {
+        SyncModeArg::Dsync => "RWF_DSYNC write",
+        SyncModeArg::LinkedFdatasync => "write + linked fdatasync",
     };
     report.notes.push(format!(
         "engine in-process, {} outstanding, {} B entries, {mode}, {} commits in flight, \

@@ -188,6 +188,8 @@ struct Commit {
     written: bool,
     synced: bool,
     written_reported: bool,
+    /// How this commit was submitted: with `Dsync` its write's success is its durability.
+    sync: WriteSync,
     /// When the commit was opened for staging and when it was submitted: stage timing for
     /// `Stats` only, never used for a decision (the simulation stays deterministic).
     opened_at: Option<Instant>,
@@ -350,6 +352,7 @@ impl<D: Disk> Journal<D> {
                 written: false,
                 synced: false,
                 written_reported: false,
+                sync: WriteSync::LinkedFdatasyncQuiet,
                 opened_at: None,
                 submitted_at: None,
             })
@@ -774,14 +777,17 @@ impl<D: Disk> Journal<D> {
         self.disk.buffer_mut(buffer)[length..aligned].fill(0);
         let commit = &mut self.commits[slot];
         commit.length_aligned = aligned;
-        // Deferred records are reported when the write completes, so their commits need the
-        // write's own completion; all others wake the shard once, for the sync.
+        // Deferred records are reported when the write completes, before it is synced, so
+        // their commits are a write and a linked fdatasync with both completions, whatever the
+        // mode (an RWF_DSYNC write would only complete once durable). Other linked commits
+        // wake the shard once, for the sync.
         let deferred = commit.records.iter().any(|staged| staged.deferred);
         let sync = match self.config.sync_mode {
-            SyncMode::LinkedFdatasync if deferred => WriteSync::LinkedFdatasync,
+            _ if deferred => WriteSync::LinkedFdatasync,
             SyncMode::LinkedFdatasync => WriteSync::LinkedFdatasyncQuiet,
             SyncMode::Dsync => WriteSync::Dsync,
         };
+        commit.sync = sync;
         let token = TOKEN_COMMIT | to_u64(slot);
         let (segment, position) = (commit.segment, commit.position);
         match self
@@ -830,8 +836,8 @@ impl<D: Disk> Journal<D> {
         if self.poisoned {
             return;
         }
-        let dsync = self.config.sync_mode == SyncMode::Dsync;
         let commit = &mut self.commits[slot];
+        let dsync = commit.sync == WriteSync::Dsync;
         assert_eq!(commit.state, CommitState::InFlight);
         let ok = match op {
             DiskOp::Write => {

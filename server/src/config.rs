@@ -39,7 +39,7 @@ pub enum Command {
 pub enum SyncModeName {
     /// One O_DIRECT write linked to an fdatasync (IOSQE_IO_LINK).
     LinkedFdatasync,
-    /// One O_DIRECT write with RWF_DSYNC.
+    /// One O_DIRECT write with RWF_DSYNC (the default).
     Dsync,
 }
 
@@ -76,7 +76,10 @@ pub struct ServeArgs {
     /// Journal commits (write + fdatasync) in flight per shard, 1 to 4. Default: 2.
     #[arg(long, value_name = "N")]
     pub commits_in_flight: Option<usize>,
-    /// How a commit becomes durable. Default: linked-fdatasync.
+    /// How a commit becomes durable: one O_DIRECT write with RWF_DSYNC (dsync), or the write
+    /// linked to an fdatasync (linked-fdatasync). Both are equally durable; dsync measured
+    /// faster here (docs/durability.md). Commits holding DEFERRED_SYNC adds always use the
+    /// linked form. Default: dsync.
     #[arg(long, value_name = "MODE")]
     pub sync_mode: Option<SyncModeName>,
     /// Largest request frame in bytes, length prefix included; a larger one closes the
@@ -347,7 +350,7 @@ impl ServeArgs {
             commits_in_flight_max: self
                 .commits_in_flight
                 .unwrap_or(engine::Config::default().commits_in_flight_max),
-            sync_mode: match self.sync_mode.unwrap_or(SyncModeName::LinkedFdatasync) {
+            sync_mode: match self.sync_mode.unwrap_or(SyncModeName::Dsync) {
                 SyncModeName::LinkedFdatasync => engine::SyncMode::LinkedFdatasync,
                 SyncModeName::Dsync => engine::SyncMode::Dsync,
             },

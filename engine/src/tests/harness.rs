@@ -7,9 +7,12 @@ use std::collections::BTreeMap;
 
 pub const KEY: [u8; 20] = [7u8; 20];
 
+/// Small segments; linked write + fdatasync, so the tests see a write and a sync per commit
+/// (the simulation and `dsync_*` tests cover the default, `SyncMode::Dsync`).
 pub fn config_small() -> Config {
     Config {
         segment_size: 256 * 1024,
+        sync_mode: crate::SyncMode::LinkedFdatasync,
         ..Config::default()
     }
 }

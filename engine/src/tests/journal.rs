@@ -157,6 +157,103 @@ fn dsync_mode_acks_after_the_single_write() {
 }
 
 #[test]
+fn dsync_mode_sends_commits_with_deferred_records_as_write_and_linked_sync() {
+    let config = Config {
+        sync_mode: SyncMode::Dsync,
+        zero_ahead: false,
+        ..config_small()
+    };
+    let mut journal = Journal::open(SimDisk::new(3), config).unwrap();
+    let mut model = Model::default();
+    assert!(add(&mut journal, &mut model, 0, 4, 0, 40));
+    model.apply(&drive(&mut journal));
+    let data = body(4, 1, 40);
+    let options = AddOptions::default();
+    journal
+        .add(1, LedgerId(4), EntryId(1), &KEY, &data, options)
+        .unwrap();
+    journal.submit();
+    assert_eq!(
+        journal.disk_mut().pending_count(),
+        1,
+        "a sync-only commit is one RWF_DSYNC write"
+    );
+    drive(&mut journal);
+    let deferred = AddOptions {
+        deferred: true,
+        ..AddOptions::default()
+    };
+    let data = body(4, 2, 40);
+    journal
+        .add(2, LedgerId(4), EntryId(2), &KEY, &data, deferred)
+        .unwrap();
+    journal.submit();
+    assert_eq!(
+        journal.disk_mut().pending_count(),
+        2,
+        "a deferred record's commit is a write (acked when it lands) and a linked fdatasync"
+    );
+    let events = drive(&mut journal);
+    assert_eq!(events, vec![Event::Written { token: 2 }]);
+    let disk = journal.into_disk().crash();
+    let journal = Journal::open(disk, config_small()).unwrap();
+    assert_eq!(journal.ledger(LedgerId(4)).unwrap().entry_last, 2);
+}
+
+#[test]
+fn dsync_mode_acks_a_sync_add_sharing_a_commit_with_a_deferred_one_only_after_the_sync() {
+    let config = Config {
+        sync_mode: SyncMode::Dsync,
+        zero_ahead: false,
+        ..config_small()
+    };
+    let deferred = AddOptions {
+        deferred: true,
+        ..AddOptions::default()
+    };
+    let mut write_first_seen = 0;
+    for seed in 0..64 {
+        let mut journal = Journal::open(SimDisk::new(seed), config.clone()).unwrap();
+        let mut model = Model::default();
+        assert!(add(&mut journal, &mut model, 0, 6, 0, 40));
+        drive(&mut journal);
+        let (sync_body, deferred_body) = (body(6, 1, 40), body(6, 2, 40));
+        let options = AddOptions::default();
+        journal
+            .add(1, LedgerId(6), EntryId(1), &KEY, &sync_body, options)
+            .unwrap();
+        journal
+            .add(2, LedgerId(6), EntryId(2), &KEY, &deferred_body, deferred)
+            .unwrap();
+        journal.submit();
+        let mut events = Vec::new();
+        while !events.contains(&Event::Durable { token: 1 }) {
+            journal.poll();
+            let mut new = Vec::new();
+            journal.events_swap(&mut new);
+            if new.contains(&Event::Written { token: 2 })
+                && !new.contains(&Event::Durable { token: 1 })
+            {
+                write_first_seen += 1;
+            }
+            if new.contains(&Event::Durable { token: 1 }) {
+                assert_eq!(
+                    journal.disk_mut().pending_count(),
+                    0,
+                    "seed {seed}: the sync add was acked before its commit's fdatasync completed"
+                );
+            }
+            events.append(&mut new);
+            journal.submit();
+        }
+    }
+    assert!(
+        write_first_seen > 0,
+        "no seed completed the write alone first"
+    );
+}
+
+#[test]
 fn deferred_adds_report_written_then_force_makes_them_durable() {
     let mut journal = Journal::open(SimDisk::new(5), config_small()).unwrap();
     let deferred = AddOptions {

@@ -16,6 +16,11 @@ fn run_seed(seed: u64) -> u64 {
     let config = Config {
         commits_in_flight_max: 1 + crate::stdx::to_usize(rng.below(4)),
         read_cache_buffers: crate::stdx::to_usize(rng.below(3)),
+        sync_mode: if rng.below(2) == 0 {
+            crate::SyncMode::Dsync
+        } else {
+            crate::SyncMode::LinkedFdatasync
+        },
         ..config_small()
     };
     let mut disk = SimDisk::new(rng.next_u64());

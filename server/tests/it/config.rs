@@ -46,7 +46,7 @@ fn defaults_and_bounds() {
     assert_eq!(config.frame_size_max, 5_253_120);
     assert_eq!(config.journal.segment_size, 1 << 30);
     assert_eq!(config.journal.commits_in_flight_max, 2);
-    assert_eq!(config.journal.sync_mode, engine::SyncMode::LinkedFdatasync);
+    assert_eq!(config.journal.sync_mode, engine::SyncMode::Dsync);
     assert!(config.direct_io);
     assert_eq!(config.idle_timeout.as_millis(), 600_000);
     assert_eq!(config.requests_in_flight_max, 10_000);
