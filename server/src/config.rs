@@ -109,11 +109,11 @@ pub struct ServeArgs {
     #[arg(long, value_name = "MS")]
     pub idle_timeout_ms: Option<u64>,
     /// Microseconds a shard keeps polling its ring (yielding the core to any other runnable
-    /// thread between checks) after its last piece of work before it sleeps in the kernel.
-    /// Polling saves the wake-up of a sleeping thread and of an idle CPU on every completion
-    /// (most of the latency above the disk at one outstanding add) and costs CPU time while
-    /// the shard is otherwise idle: up to this long after each burst of work. 0 always
-    /// sleeps. 0 to 10000. Default: 200.
+    /// thread between checks) after its last piece of work before it sleeps in the kernel;
+    /// while its journal has a disk write in flight it polls until that completes. Polling
+    /// saves the wake-up of a sleeping thread and of an idle CPU on every completion (most of
+    /// the latency above the disk at one outstanding add) and costs CPU time: a shard serving
+    /// one synchronous writer keeps its core busy. 0 always sleeps. 0 to 10000. Default: 200.
     #[arg(long, value_name = "US")]
     pub busy_poll_us: Option<u64>,
     /// Requests in flight per connection; at the cap the server stops reading that socket.
