@@ -7,6 +7,8 @@ SEEDS ?= 2000
 CYCLES ?= 200
 CRASH_DIR ?= $(CURDIR)/target/crash-data
 BENCH_SECONDS ?= 10
+NEIGHBOUR_SECONDS ?= 30
+NEIGHBOUR_RATE ?= 20000
 BENCH_DIR ?= $(CURDIR)/target/bench-data
 RELEASE := target/release
 BOOKIE ?= ringlog
@@ -14,7 +16,7 @@ QUICK ?= false
 RINGLOG_BIN ?= $(CURDIR)/$(RELEASE)/ringlog
 INTEROP_ARGS ?=
 
-.PHONY: help deps shellcheck-deps zk-deps fuzz-smoke build check test sim crash bench bench-disk bench-journal interop compare ci clean
+.PHONY: help deps shellcheck-deps zk-deps fuzz-smoke build check test sim crash bench bench-disk bench-journal neighbour interop compare ci clean
 COMPARE_PAIRS ?= 3
 COMPARE_SECONDS ?= 20
 RESULTS_DIR ?= $(CURDIR)/results
@@ -51,6 +53,7 @@ check: deps shellcheck-deps
 test: check zk-deps
 	REQUIRE_URING=1 $(CARGO) test --workspace --release $(EXTRA_CARGO_ARGS)
 	$(MAKE) sim
+	$(MAKE) neighbour NEIGHBOUR_SECONDS=10
 	$(MAKE) crash CYCLES=20
 	$(MAKE) interop QUICK=true
 	$(MAKE) fuzz-smoke
@@ -73,9 +76,15 @@ bench-disk: build
 bench-journal: build
 	scripts/bench_journal.sh $(RELEASE) $(BENCH_DIR) 5
 
-## Main job: build, start a bookie on a temporary data dir, disk floor + seed workload, report.
+## Main job: build, start a bookie on a temporary data dir, disk floor + seed workload, report; then the neighbour run.
 bench: build
 	scripts/bench.sh $(RELEASE) $(BENCH_DIR) $(BENCH_SECONDS)
+	scripts/neighbour.sh $(RELEASE) $(BENCH_DIR) $(NEIGHBOUR_SECONDS) $(NEIGHBOUR_RATE) || \
+	  echo "== neighbour: a check failed (see above)"
+
+## Pinned shards sharing every core with a busy-loop neighbour, open loop NEIGHBOUR_RATE adds/s for NEIGHBOUR_SECONDS (30): fails on an add slower than the disk's worst write + 100 ms or a second without acks.
+neighbour: build
+	scripts/neighbour.sh $(RELEASE) $(BENCH_DIR) $(NEIGHBOUR_SECONDS) $(NEIGHBOUR_RATE)
 
 ## Real Java BookKeeper client vs real bookies (interop/README.md): BOOKIE=ringlog|java, QUICK=true.
 interop:

@@ -3,7 +3,7 @@
 
 use crate::report::Report;
 use engine::journal::{AddOptions, Event, Journal};
-use engine::uring::{Ring, UringDisk};
+use engine::uring::{PollEnd, Ring, UringDisk};
 use engine::{AddError, Config, EntryId, LedgerId, SyncMode};
 use std::cell::RefCell;
 use std::path::PathBuf;
@@ -145,7 +145,8 @@ fn measure(args: &JournalArgs, dir: &std::path::Path) -> Result<Report, String> 
                 .ring
                 .borrow_mut()
                 .busy_poll(busy_poll)
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| e.to_string())?
+                == PollEnd::Ready;
         if !polled {
             state
                 .ring

@@ -156,7 +156,7 @@ pub fn run(args: &WritesArgs) -> Result<(), String> {
         let measure_start = SystemTime::now() + Duration::from_nanos(plan.warmup_ns);
         hdr_log.write_header(measure_start)?;
     }
-    let hdr_result = print_intervals(&receiver, &plan, hdr_log.as_mut());
+    let (seconds_without_acks, hdr_result) = print_intervals(&receiver, &plan, hdr_log.as_mut());
     let mut outcomes = Vec::with_capacity(handles.len());
     for handle in handles {
         outcomes.push(
@@ -170,7 +170,11 @@ pub fn run(args: &WritesArgs) -> Result<(), String> {
         // Nothing was sent (no connection, say): a report of zeros would only hide the error.
         return Err(failure.clone());
     }
-    let report = plan.report(&outcomes);
+    let mut report = plan.report(&outcomes);
+    // A stall shows here even when the latency histogram's tail is made of few adds.
+    report
+        .extra
+        .push(("seconds_without_acks", seconds_without_acks as f64));
     report.print();
     if let Some(path) = &args.json {
         report
@@ -497,17 +501,23 @@ impl IntervalTotal {
 }
 
 /// Merges the threads' per-second samples and prints each second once every thread still
-/// running has reported it (a line like kafka-producer-perf-test's).
+/// running has reported it (a line like kafka-producer-perf-test's). Returns how many whole
+/// measured seconds of sending had no ack at all, and the HdrHistogram log's outcome.
 fn print_intervals(
     receiver: &mpsc::Receiver<Message>,
     plan: &Plan,
     mut hdr_log: Option<&mut HdrLog>,
-) -> Result<(), String> {
+) -> (u64, Result<(), String>) {
     let mut totals: BTreeMap<u64, IntervalTotal> = BTreeMap::new();
     let mut last_index: Vec<Option<u64>> = vec![None; plan.thread_count];
     let mut hdr_result = Ok(());
+    let mut seconds_without_acks = 0;
     let mut emit = |index: u64, total: IntervalTotal| {
         let partial = total.end_ns - total.start_ns < SECOND_NS;
+        let measured_sending = total.start_ns >= plan.warmup_ns && total.end_ns <= plan.send_end_ns;
+        if !partial && measured_sending && total.count == 0 {
+            seconds_without_acks += 1;
+        }
         if partial && total.count == 0 && total.errors == 0 {
             // The drain's last few milliseconds, often empty: nothing worth a line.
             return;
@@ -550,7 +560,7 @@ fn print_intervals(
     while let Some((index, total)) = totals.pop_first() {
         emit(index, total);
     }
-    hdr_result
+    (seconds_without_acks, hdr_result)
 }
 
 fn interval_line(total: &IntervalTotal, warmup: bool) -> String {

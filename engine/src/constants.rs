@@ -84,3 +84,10 @@ const _: () = assert!(RECOVERY_CHUNK_SIZE % SECTOR_SIZE == 0);
 const _: () = assert!(READ_BUFFER_SIZE % SECTOR_SIZE == 0);
 const _: () = assert!(COMMITS_IN_FLIGHT_DEFAULT <= COMMITS_IN_FLIGHT_MAX);
 const _: () = assert!(READ_CACHE_BUFFERS_DEFAULT <= READ_CACHE_BUFFERS_MAX);
+
+/// A busy-poll check (one `io_uring_enter`, one `sched_yield`) normally takes a few
+/// microseconds, and a kernel worker that the yield lets run (the `dio/<disk>` kworker that
+/// completes a RWF_DSYNC write, an io-wq worker) takes tens. A check that took longer than
+/// this means another thread held the core for a time slice: a neighbour that needs the core,
+/// which a spinning thread only delays (docs/durability.md, "Busy polling and neighbours").
+pub const BUSY_POLL_GAP_US_MAX: u64 = 200;

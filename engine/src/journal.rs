@@ -243,6 +243,46 @@ struct Prepare {
     in_flight: usize,
 }
 
+/// Where an in-flight commit waits (`Journal::commit_oldest_in_flight`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CommitStage {
+    /// Its RWF_DSYNC write is submitted and not completed: the disk, the block layer, or the
+    /// kernel worker that completes a synchronous direct write (`dio/<disk>` kworker) has it.
+    WriteDsync,
+    /// Its write (linked to an fdatasync) is submitted and not completed.
+    Write,
+    /// Its write completed; the linked fdatasync (run by an io-wq worker) has not.
+    Fdatasync,
+}
+
+impl CommitStage {
+    /// The stage in words, for log lines.
+    #[must_use]
+    pub fn describe(self) -> &'static str {
+        match self {
+            CommitStage::WriteDsync => "RWF_DSYNC write submitted, not completed",
+            CommitStage::Write => {
+                "write and linked fdatasync submitted, write not reported complete"
+            }
+            CommitStage::Fdatasync => "write completed, linked fdatasync not completed",
+        }
+    }
+}
+
+/// The oldest commit in flight, as the stall watchdog sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CommitInFlight {
+    pub segment: SegmentId,
+    /// Byte position of the commit in its segment.
+    pub position: u64,
+    /// Bytes written (sector-aligned).
+    pub bytes: usize,
+    pub records: usize,
+    pub stage: CommitStage,
+    /// When it was submitted (always set for a commit in flight).
+    pub submitted_at: Option<Instant>,
+}
+
 /// State recovery hands to the journal.
 #[derive(Debug)]
 pub(crate) struct Recovered {
@@ -1353,6 +1393,30 @@ impl<D: Disk> Journal<D> {
     #[must_use]
     pub fn is_idle(&self) -> bool {
         self.order.is_empty() && self.zero_in_flight.is_none()
+    }
+
+    /// The oldest commit submitted and not yet durable, with the stage it waits in: what the
+    /// server's stall watchdog reports. `None` when no commit is in flight.
+    #[must_use]
+    pub fn commit_oldest_in_flight(&self) -> Option<CommitInFlight> {
+        let &slot = self.order.front()?;
+        let commit = &self.commits[slot];
+        if commit.state != CommitState::InFlight {
+            return None;
+        }
+        let stage = match (commit.written, commit.sync) {
+            (false, WriteSync::Dsync) => CommitStage::WriteDsync,
+            (false, _) => CommitStage::Write,
+            (true, _) => CommitStage::Fdatasync,
+        };
+        Some(CommitInFlight {
+            segment: commit.segment,
+            position: commit.position,
+            bytes: commit.length_aligned,
+            records: commit.records.len(),
+            stage,
+            submitted_at: commit.submitted_at,
+        })
     }
 
     /// True when every commit slot is in flight: nothing staged now can be submitted before

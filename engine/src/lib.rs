@@ -22,7 +22,9 @@ pub use config::{Config, SyncMode};
 pub use disk::{sim::SimDisk, Disk};
 pub use error::{AddError, OpenError, ReadError};
 pub use ids::{EntryId, LedgerId, Location, Position, SegmentId, Sequence};
-pub use journal::{AddOptions, Event, Journal, ReadOutcome, ReadTarget, Stats};
+pub use journal::{
+    AddOptions, CommitInFlight, CommitStage, Event, Journal, ReadOutcome, ReadTarget, Stats,
+};
 
 #[cfg(test)]
 mod tests;

@@ -110,12 +110,21 @@ pub struct ServeArgs {
     pub idle_timeout_ms: Option<u64>,
     /// Microseconds a shard keeps polling its ring (yielding the core to any other runnable
     /// thread between checks) after its last piece of work before it sleeps in the kernel;
-    /// while its journal has a disk write in flight it polls until that completes. Polling
-    /// saves the wake-up of a sleeping thread and of an idle CPU on every completion (most of
-    /// the latency above the disk at one outstanding add) and costs CPU time: a shard serving
-    /// one synchronous writer keeps its core busy. 0 always sleeps. 0 to 10000. Default: 200.
+    /// while its journal has a disk write in flight it polls for up to 2 ms. Polling saves
+    /// the wake-up of a sleeping thread and of an idle CPU on every completion (most of the
+    /// latency above the disk at one outstanding add) and costs CPU time: a shard serving one
+    /// synchronous writer keeps its core busy. A shard that finds another thread holding its
+    /// core stops polling for 100 ms and sleeps instead, so a neighbour process (or the kernel
+    /// worker that completes its writes) never waits behind it. 0 always sleeps. 0 to 10000.
+    /// Default: 200.
     #[arg(long, value_name = "US")]
     pub busy_poll_us: Option<u64>,
+    /// Log a commit that has been in flight (submitted, not yet durable) for this many
+    /// milliseconds, once, with the stage it waits in, and again when it completes: a stalled
+    /// disk or starved kernel worker is never silent. 0 turns the watchdog off. 0 to
+    /// 3600000. Default: 1000.
+    #[arg(long, value_name = "MS")]
+    pub commit_stall_ms: Option<u64>,
     /// Requests in flight per connection; at the cap the server stops reading that socket.
     /// 1 to 1048576. Default: 10000.
     #[arg(long, value_name = "N")]
@@ -169,6 +178,8 @@ pub struct Config {
     pub idle_timeout: Duration,
     /// How long a shard polls after its last work before it sleeps (0: never polls).
     pub busy_poll: Duration,
+    /// A commit in flight longer than this is logged (`None`: the watchdog is off).
+    pub commit_stall: Option<Duration>,
     /// Requests in flight per connection.
     pub requests_in_flight_max: usize,
     /// Frames decoded per connection per loop turn.
@@ -322,6 +333,7 @@ impl ServeArgs {
             zero_ahead: self.zero_ahead.or(file.zero_ahead),
             idle_timeout_ms: self.idle_timeout_ms.or(file.idle_timeout_ms),
             busy_poll_us: self.busy_poll_us.or(file.busy_poll_us),
+            commit_stall_ms: self.commit_stall_ms.or(file.commit_stall_ms),
             requests_in_flight_max: self.requests_in_flight_max.or(file.requests_in_flight_max),
             frames_per_turn_max: self.frames_per_turn_max.or(file.frames_per_turn_max),
             zk: self.zk.or(file.zk),
@@ -380,6 +392,13 @@ impl ServeArgs {
             busy_poll: Duration::from_micros(
                 self.busy_poll_us.unwrap_or(limits::BUSY_POLL_US_DEFAULT),
             ),
+            commit_stall: match self
+                .commit_stall_ms
+                .unwrap_or(limits::COMMIT_STALL_MS_DEFAULT)
+            {
+                0 => None,
+                ms => Some(Duration::from_millis(ms)),
+            },
             requests_in_flight_max: self
                 .requests_in_flight_max
                 .unwrap_or(limits::REQUESTS_IN_FLIGHT_MAX_DEFAULT),
@@ -527,6 +546,14 @@ impl Config {
             busy_us <= limits::BUSY_POLL_US_MAX,
             "busy-poll-us",
             "0..=10000",
+        )?;
+        let stall_ms = self.commit_stall.map_or(0, |stall| {
+            u64::try_from(stall.as_millis()).unwrap_or(u64::MAX)
+        });
+        check(
+            stall_ms <= limits::COMMIT_STALL_MS_MAX,
+            "commit-stall-ms",
+            "0..=3600000",
         )?;
         let requests = 1..=limits::REQUESTS_IN_FLIGHT_MAX_LIMIT;
         let in_flight = self.requests_in_flight_max;

@@ -10,9 +10,11 @@
 pub mod config;
 mod connection;
 pub mod limits;
+mod poll_pause;
 pub mod protocol;
 pub mod registration;
 pub mod router;
+mod run_delay;
 mod shard;
 
 pub use config::Config;
@@ -394,6 +396,7 @@ pub fn summary_line(report: &ShardReport) -> String {
          entries_per_commit={:.1} forwarded={} forwarded_served={} \
          context_switches_voluntary={} context_switches_voluntary_per_commit={:.2} \
          context_switches_involuntary={} turns={} waits={} busy_polls={} sleeps={} \
+         polls_descheduled={} polls_paused_run_delay={} commits_stalled={} \
          received_to_handled_us_avg={:.1} \
          commit_staging_us_avg={:.1} commit_io_us_avg={:.1} | journal records={} \
          entries_durable={} bytes_written={} staging_full={} segments_created={} \
@@ -418,6 +421,9 @@ pub fn summary_line(report: &ShardReport) -> String {
         stats.waits,
         stats.busy_polls,
         stats.sleeps,
+        stats.polls_descheduled,
+        stats.polls_paused_run_delay,
+        stats.commits_stalled,
         average(stats.received_to_handled_us_total, stats.requests_handled),
         average(journal.commit_staging_us_total, journal.commits),
         average(journal.commit_io_us_total, journal.commits_durable),

@@ -110,6 +110,32 @@ pub const LOOP_WAIT_MS_RETRY: u64 = 1;
 pub const BUSY_POLL_US_DEFAULT: u64 = 200;
 /// Largest `--busy-poll-us`: beyond a few milliseconds polling only burns CPU.
 pub const BUSY_POLL_US_MAX: u64 = 10_000;
+/// Longest a shard polls, in one wait, for a disk operation in flight before it sleeps until
+/// the completion wakes it. A commit here takes 0.1-0.5 ms, so nearly all of them finish
+/// within the poll; a slower one pays a wake-up (about 20 µs) on top of more than a
+/// millisecond, and a commit that hangs costs sleeps, not a core.
+pub const BUSY_POLL_IN_FLIGHT_US_MAX: u64 = 2_000;
+/// After a sign that another thread needs the shard's core (run delay, or a poll that found
+/// the core taken), the shard sleeps instead of polling for a pause: first this long, so a
+/// lone sign (a client thread that ran on the shard's core once) costs little...
+pub const BUSY_POLL_PAUSE_MS_MIN: u64 = 10;
+/// ...then twice as long each time contention is seen again right after a pause, up to this
+/// much: beside a CPU-bound neighbour every time slice it gets while the shard is runnable is
+/// latency for every add waiting there, and a sleeping shard is woken at once by its
+/// completion instead (`poll_pause.rs`).
+pub const BUSY_POLL_PAUSE_MS_MAX: u64 = 1_000;
+/// Run delay (time spent runnable, waiting for the CPU) between two waits above which the
+/// shard's core counts as contended and polling pauses. Yielding to a kworker that completes
+/// a write costs tens of microseconds; losing a time slice to a CPU-bound thread costs
+/// milliseconds.
+pub const RUN_DELAY_US_CONTENDED: u64 = 200;
+
+/// The stall watchdog's default: a commit in flight for a second is thousands of times the
+/// disk's usual commit time, long enough that no healthy disk trips it and short enough that
+/// an operator sees a stall while it happens.
+pub const COMMIT_STALL_MS_DEFAULT: u64 = 1_000;
+/// Largest `--commit-stall-ms`: one hour.
+pub const COMMIT_STALL_MS_MAX: u64 = 3_600_000;
 
 /// BookKeeper's `zkLedgersRootPath`.
 pub const ZK_ROOT_DEFAULT: &str = "/ledgers";

@@ -17,9 +17,11 @@ use crate::connection::{
     Origin, PendingOp, Step, Token,
 };
 use crate::limits;
+use crate::poll_pause::PollPause;
 use crate::protocol::{self, code, AnyRequest, DecodedAny};
 use crate::router::{Mail, OwnerCache, Router, SendError, ShardId, CONNECTION_REFERENCE_SIZE};
-use engine::uring::{Completion, NetBufferId, NetBuffers, Ring, Socket, UringDisk};
+use crate::run_delay::RunDelay;
+use engine::uring::{Completion, NetBufferId, NetBuffers, PollEnd, Ring, Socket, UringDisk};
 use engine::{Event, Journal, ReadError};
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -149,6 +151,14 @@ pub struct ShardStats {
     pub busy_polls: u64,
     /// Waits that slept in the kernel (after polling, if they polled, found nothing).
     pub sleeps: u64,
+    /// Polls that found another thread holding the shard's core, each pausing polling
+    /// (`poll_pause.rs`).
+    pub polls_descheduled: u64,
+    /// Waits that found the shard's run delay grown by more than `RUN_DELAY_US_CONTENDED`
+    /// since the previous wait, each pausing polling (`poll_pause.rs`).
+    pub polls_paused_run_delay: u64,
+    /// Commits reported by the stall watchdog (in flight longer than `--commit-stall-ms`).
+    pub commits_stalled: u64,
     /// Requests decoded and handled (staged, answered or forwarded) from connections.
     pub requests_handled: u64,
     /// Sum over those requests of the time from their recv's completion to their handling,
@@ -288,6 +298,12 @@ struct Shard {
     /// When the loop last did work: the shard polls instead of sleeping until
     /// `config.busy_poll` after it.
     progress_last: Instant,
+    /// Whether polling is paused because another thread needed the shard's core.
+    poll_pause: PollPause,
+    /// This thread's scheduler run delay: grows when another thread takes turns on its core.
+    run_delay: RunDelay,
+    /// The commit the stall watchdog last reported, until it completes.
+    stall_reported: Option<engine::CommitInFlight>,
     /// The LAC may have moved or a deadline passed: scan the parked long polls this turn.
     parked_check: bool,
 }
@@ -410,6 +426,9 @@ impl Shard {
             mail_retry: false,
             tick_last: Instant::now(),
             progress_last: Instant::now(),
+            poll_pause: PollPause::default(),
+            run_delay: RunDelay::for_current_thread(),
+            stall_reported: None,
             parked_check: false,
             config,
         }
@@ -504,24 +523,42 @@ impl Shard {
             wait = wait.min(until.max(Duration::from_millis(1)));
         }
         // Poll instead of sleeping: while the journal has a disk operation in flight (its
-        // completion is certain and, at the disk's latency, soon) for the whole wait, and
-        // otherwise for what is left of `busy_poll` after the last work. Off with 0.
+        // completion is certain and, at the disk's latency, soon) for up to
+        // BUSY_POLL_IN_FLIGHT_US_MAX, and otherwise for what is left of `busy_poll` after the
+        // last work. Off with 0, and paused while another thread needs this core: the shard
+        // waited for its CPU since the last wait (run delay), or a poll found the core taken.
+        // Then that thread (a neighbour, or the kworker that completes this shard's writes)
+        // is better served by a shard that sleeps, and so is the shard: the scheduler wakes a
+        // sleeper when its completion arrives, while a poller waits out the other's slices.
         let busy_poll = self.config.busy_poll;
+        let now = Instant::now();
         let budget = if !self.context.journal.is_idle() {
-            wait
+            Duration::from_micros(limits::BUSY_POLL_IN_FLIGHT_US_MAX)
         } else {
-            busy_poll
-                .saturating_sub(self.progress_last.elapsed())
-                .min(wait)
-        };
-        if !busy_poll.is_zero() && !budget.is_zero() && !self.stopping {
+            busy_poll.saturating_sub(now.saturating_duration_since(self.progress_last))
+        }
+        .min(wait);
+        if !busy_poll.is_zero()
+            && self
+                .run_delay
+                .grew_by_more_than(limits::RUN_DELAY_US_CONTENDED * 1000)
+        {
+            self.context.stats.polls_paused_run_delay += 1;
+            self.poll_pause.contended(now);
+        }
+        let paused = self.poll_pause.is_paused(now);
+        if !busy_poll.is_zero() && !budget.is_zero() && !self.stopping && !paused {
             self.context.stats.busy_polls += 1;
             let result = self.ring.borrow_mut().busy_poll(budget);
             match result {
-                Ok(true) => return,
+                Ok(PollEnd::Ready) => return,
                 // Polled for the whole wait: the loop's turn is due anyway.
-                Ok(false) if budget == wait => return,
-                Ok(false) => {}
+                Ok(PollEnd::Expired) if budget == wait => return,
+                Ok(PollEnd::Expired) => {}
+                Ok(PollEnd::Descheduled) => {
+                    self.context.stats.polls_descheduled += 1;
+                    self.poll_pause.contended(Instant::now());
+                }
                 Err(error) => {
                     eprintln!(
                         "ringlog: shard {}: io_uring poll failed: {error}; stopping",
@@ -1430,6 +1467,7 @@ impl Shard {
         }
         self.tick_last = now;
         self.read_only_check();
+        self.stall_check(now);
         // Long-poll deadlines are checked at this granularity.
         self.parked_check = true;
         let timeout = self.config.idle_timeout;
@@ -1448,6 +1486,61 @@ impl Shard {
                 self.context.stats.connections_idle += 1;
             }
         }
+    }
+
+    /// The stall watchdog: a commit in flight for longer than `--commit-stall-ms` is logged
+    /// once, with the stage it waits in, and its completion is logged too. Nothing else
+    /// changes: a stalled commit is neither failed nor retried (the kernel still owns it).
+    fn stall_check(&mut self, now: Instant) {
+        let Some(threshold) = self.config.commit_stall else {
+            return;
+        };
+        let oldest = self.context.journal.commit_oldest_in_flight();
+        if let Some(reported) = self.stall_reported {
+            let same = oldest.is_some_and(|commit| {
+                (commit.segment, commit.position) == (reported.segment, reported.position)
+            });
+            if same {
+                return;
+            }
+            self.stall_reported = None;
+            let waited = reported
+                .submitted_at
+                .map_or(Duration::ZERO, |at| now.saturating_duration_since(at));
+            eprintln!(
+                "ringlog: shard {}: stalled commit at segment {} position {} completed after \
+                 about {} ms",
+                self.id,
+                reported.segment.0,
+                reported.position,
+                waited.as_millis()
+            );
+        }
+        let Some(commit) = oldest else {
+            return;
+        };
+        let Some(submitted_at) = commit.submitted_at else {
+            return;
+        };
+        let age = now.saturating_duration_since(submitted_at);
+        if age < threshold {
+            return;
+        }
+        self.stall_reported = Some(commit);
+        self.context.stats.commits_stalled += 1;
+        eprintln!(
+            "ringlog: shard {}: commit stalled: in flight for {} ms (watchdog at {} ms): {}; \
+             segment {} position {}, {} bytes, {} records; io_uring operations in flight (disk and network): {}",
+            self.id,
+            age.as_millis(),
+            threshold.as_millis(),
+            commit.stage.describe(),
+            commit.segment.0,
+            commit.position,
+            commit.bytes,
+            commit.records,
+            self.ring.borrow().in_flight(),
+        );
     }
 
     /// Disk full: the journal refuses adds (EREADONLY) while it cannot create a segment.

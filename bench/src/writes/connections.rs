@@ -6,7 +6,7 @@
 //! response in it decoded per completion) and at most one send is in flight: frames encoded
 //! while it flies gather in `pending` and leave together in the next send.
 
-use engine::uring::{errno_error, Completion, NetBufferId, NetBuffers, Ring};
+use engine::uring::{errno_error, Completion, NetBufferId, NetBuffers, PollEnd, Ring};
 use server::protocol::{decode_response, Response, FRAME_SIZE_MAX_DEFAULT};
 use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
 use std::os::fd::AsRawFd;
@@ -128,7 +128,9 @@ impl Connections {
         let poll = self.busy_poll.min(timeout);
         let waited = if timeout.is_zero() {
             self.ring.submit()
-        } else if !poll.is_zero() && self.ring.busy_poll(poll).map_err(|e| e.to_string())? {
+        } else if !poll.is_zero()
+            && self.ring.busy_poll(poll).map_err(|e| e.to_string())? == PollEnd::Ready
+        {
             Ok(())
         } else {
             self.ring.submit_and_wait_timeout(timeout - poll)

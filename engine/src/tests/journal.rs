@@ -2,7 +2,7 @@
 
 use super::harness::{add, body, config_small, drive, read_entry, verify_all, Model, KEY};
 use crate::journal::{AddOptions, Event, Journal};
-use crate::{AddError, Config, EntryId, LedgerId, ReadError, SimDisk, SyncMode};
+use crate::{AddError, CommitStage, Config, EntryId, LedgerId, ReadError, SimDisk, SyncMode};
 
 #[test]
 fn acks_arrive_in_journal_order_despite_out_of_order_completions() {
@@ -532,4 +532,71 @@ fn an_explicit_lac_raises_the_ledger_lac_and_survives_recovery() {
     assert_eq!(journal.ledger(LedgerId(6)).unwrap().last_add_confirmed, 41);
     let journal = Journal::open(journal.into_disk().crash(), config_small()).unwrap();
     assert_eq!(journal.ledger(LedgerId(6)).unwrap().last_add_confirmed, 41);
+}
+
+/// The stall watchdog's view: the oldest commit in flight and the stage it waits in, for a
+/// RWF_DSYNC commit and for a write linked to an fdatasync (seen between its two completions).
+#[test]
+fn the_oldest_commit_in_flight_names_its_stage() {
+    let config = Config {
+        sync_mode: SyncMode::Dsync,
+        zero_ahead: false,
+        ..config_small()
+    };
+    let mut journal = Journal::open(SimDisk::new(5), config).unwrap();
+    let mut model = Model::default();
+    drive(&mut journal);
+    assert_eq!(journal.commit_oldest_in_flight(), None);
+    assert!(add(&mut journal, &mut model, 0, 6, 0, 40));
+    assert_eq!(
+        journal.commit_oldest_in_flight(),
+        None,
+        "staged, not submitted"
+    );
+    journal.submit();
+    let commit = journal.commit_oldest_in_flight().expect("in flight");
+    assert_eq!(commit.stage, CommitStage::WriteDsync);
+    assert!(
+        commit.records >= 1,
+        "the entry (and the new ledger's key record)"
+    );
+    assert!(commit.submitted_at.is_some());
+    assert_eq!(commit.bytes % 4096, 0);
+    model.apply(&drive(&mut journal));
+    assert_eq!(journal.commit_oldest_in_flight(), None);
+
+    let deferred = AddOptions {
+        deferred: true,
+        ..AddOptions::default()
+    };
+    let data = body(6, 1, 40);
+    journal
+        .add(1, LedgerId(6), EntryId(1), &KEY, &data, deferred)
+        .unwrap();
+    journal.submit();
+    assert_eq!(
+        journal.commit_oldest_in_flight().map(|commit| commit.stage),
+        Some(CommitStage::Write)
+    );
+    let mut seen_syncing = false;
+    let mut events = Vec::new();
+    for _ in 0..1000 {
+        journal.poll();
+        journal.events_swap(&mut events);
+        let written = events.contains(&Event::Written { token: 1 });
+        events.clear();
+        if let Some(commit) = journal.commit_oldest_in_flight() {
+            if written {
+                assert_eq!(commit.stage, CommitStage::Fdatasync);
+                seen_syncing = true;
+            }
+        } else {
+            break;
+        }
+    }
+    assert!(
+        seen_syncing,
+        "the write completes before its linked fdatasync"
+    );
+    assert_eq!(journal.commit_oldest_in_flight(), None);
 }

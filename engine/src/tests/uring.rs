@@ -3,7 +3,7 @@
 use super::harness::{body, KEY};
 use crate::disk::Disk;
 use crate::journal::{AddOptions, Event, Journal, ReadOutcome, ReadTarget};
-use crate::uring::{Ring, UringDisk};
+use crate::uring::{PollEnd, Ring, UringDisk};
 use crate::{Config, EntryId, LedgerId};
 use std::cell::RefCell;
 use std::path::PathBuf;
@@ -134,8 +134,12 @@ fn busy_poll_returns_on_a_posted_completion_and_gives_up_when_nothing_comes() {
     // Nothing in flight: the poll spends its budget and says so.
     let budget = std::time::Duration::from_millis(5);
     let started = std::time::Instant::now();
-    assert!(!ring.borrow_mut().busy_poll(budget).unwrap());
-    assert!(started.elapsed() >= budget);
+    let end = ring.borrow_mut().busy_poll(budget).unwrap();
+    // Descheduled only if this test thread lost its core for a time slice meanwhile.
+    assert_ne!(end, PollEnd::Ready);
+    if end == PollEnd::Expired {
+        assert!(started.elapsed() >= budget);
+    }
     // A commit in flight: the poll returns once its completion is posted, without a sleep,
     // and the completion is there to reap (the write completes quietly; the fsync posts).
     let data = body(1, 0, 100);
@@ -151,10 +155,11 @@ fn busy_poll_returns_on_a_posted_completion_and_gives_up_when_nothing_comes() {
         .unwrap();
     journal.submit();
     let mut polls = 0;
-    while !ring
+    while ring
         .borrow_mut()
         .busy_poll(std::time::Duration::from_secs(1))
         .unwrap()
+        != PollEnd::Ready
     {
         polls += 1;
         assert!(polls < 30, "a commit did not complete in 30 s");
@@ -168,4 +173,45 @@ fn busy_poll_returns_on_a_posted_completion_and_gives_up_when_nothing_comes() {
     journal.events_swap(&mut events);
     events.extend(settle(&ring, &mut journal));
     assert_eq!(events, vec![Event::Durable { token: 0 }]);
+}
+
+/// A CPU-bound neighbour on the poller's core: the poll gives up within a time slice or two
+/// (`PollEnd::Descheduled`), instead of spinning through its whole budget while the neighbour
+/// and the poller take turns holding the core.
+#[test]
+fn busy_poll_ends_descheduled_when_a_neighbour_holds_the_core() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+    if !uring_available() {
+        return;
+    }
+    let core = core_affinity::CoreId { id: 0 };
+    let stop = Arc::new(AtomicBool::new(false));
+    let spinning = Arc::new(AtomicBool::new(false));
+    let neighbour = {
+        let (stop, spinning) = (stop.clone(), spinning.clone());
+        std::thread::spawn(move || {
+            assert!(
+                core_affinity::set_for_current(core),
+                "pinning the neighbour"
+            );
+            spinning.store(true, Ordering::Release);
+            while !stop.load(Ordering::Relaxed) {
+                std::hint::spin_loop();
+            }
+        })
+    };
+    while !spinning.load(Ordering::Acquire) {
+        std::thread::yield_now();
+    }
+    assert!(core_affinity::set_for_current(core), "pinning the poller");
+    let mut ring = Ring::new(8).unwrap();
+    let started = Instant::now();
+    let end = ring.busy_poll(Duration::from_secs(5)).unwrap();
+    let elapsed = started.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    neighbour.join().unwrap();
+    assert_eq!(end, PollEnd::Descheduled, "after {elapsed:?}");
+    assert!(elapsed < Duration::from_secs(1), "{elapsed:?}");
 }

@@ -82,6 +82,18 @@ impl std::fmt::Debug for Ring {
     }
 }
 
+/// How a `Ring::busy_poll` ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PollEnd {
+    /// A completion is ready to reap.
+    Ready,
+    /// The budget ran out with nothing ready.
+    Expired,
+    /// Another thread held this core for longer than `BUSY_POLL_GAP_US_MAX` during one
+    /// check: the core is contended, so polling only delays whoever needs it.
+    Descheduled,
+}
+
 /// Why io_uring cannot be used here (tests print it when they skip).
 #[derive(Debug)]
 pub struct UringUnavailable(pub String);
@@ -181,18 +193,26 @@ impl Ring {
         }
     }
 
-    /// Busy-polls for a completion for at most `budget`: returns true as soon as one is
-    /// ready, false when the budget ran out.
+    /// Busy-polls for a completion for at most `budget`, and says how the poll ended.
     ///
     /// Why: every sleep in `io_uring_enter` costs a context switch and, on an idle CPU, the
     /// CPU's wake-up from idle (measured here at 15-20 µs per wake-up on the 2-vCPU VM, 4-5
     /// of them per QD1 round trip). Spinning keeps the CPU awake, so the kernel's task work
     /// (a DIO write's completion, a socket's receive) runs at once. Each check is one
     /// `io_uring_enter` without GETEVENTS (its return runs pending task work) followed by
-    /// `sched_yield`, so a runnable io-wq worker, kworker or client thread on this core gets
+    /// `sched_yield`, so a runnable kworker, io-wq worker or client thread on this core gets
     /// the CPU at once instead of waiting for this thread's time slice to end.
-    pub fn busy_poll(&mut self, budget: Duration) -> io::Result<bool> {
-        let deadline = std::time::Instant::now() + budget;
+    ///
+    /// A spinning thread is only harmless while it is the only one that wants its core. When
+    /// a check takes longer than `BUSY_POLL_GAP_US_MAX` another thread held the core for a
+    /// time slice (a yield to a CPU-bound neighbour, or a preemption by it): the poll ends
+    /// with `PollEnd::Descheduled` so the caller sleeps instead, and the scheduler's wake-up
+    /// preemption, not the time slice, decides when this thread runs again.
+    pub fn busy_poll(&mut self, budget: Duration) -> io::Result<PollEnd> {
+        let gap_max = Duration::from_micros(crate::constants::BUSY_POLL_GAP_US_MAX);
+        let started = std::time::Instant::now();
+        let deadline = started + budget;
+        let mut check_last = started;
         loop {
             match self.ring.submit() {
                 Ok(_) => {}
@@ -200,11 +220,16 @@ impl Ring {
                 Err(error) => return Err(error),
             }
             if !self.ring.completion().is_empty() {
-                return Ok(true);
+                return Ok(PollEnd::Ready);
             }
-            if std::time::Instant::now() >= deadline {
-                return Ok(false);
+            let now = std::time::Instant::now();
+            if now.saturating_duration_since(check_last) > gap_max {
+                return Ok(PollEnd::Descheduled);
             }
+            if now >= deadline {
+                return Ok(PollEnd::Expired);
+            }
+            check_last = now;
             std::thread::yield_now();
         }
     }

@@ -51,6 +51,7 @@ fn defaults_and_bounds() {
     assert_eq!(config.idle_timeout.as_millis(), 600_000);
     assert_eq!(config.requests_in_flight_max, 10_000);
     assert_eq!(config.busy_poll.as_micros(), 200);
+    assert_eq!(config.commit_stall, Some(std::time::Duration::from_secs(1)));
     assert!(
         ServeArgs::default().resolve(&[0]).is_err(),
         "data_dir is required"
