@@ -130,6 +130,17 @@ pub const BUSY_POLL_PAUSE_MS_MAX: u64 = 1_000;
 /// milliseconds.
 pub const RUN_DELAY_US_CONTENDED: u64 = 200;
 
+/// Scheduler slice a shard thread asks for (EEVDF custom slice, Linux 6.12+): the shortest the
+/// kernel accepts. Under EEVDF a thread that wakes preempts the running one only when it asked
+/// for a shorter slice; with the default (about 3 ms here) a shard woken by its completion
+/// waits for a CPU-bound neighbour's slice to end. Measured with `make neighbour`
+/// (docs/durability.md).
+pub const SHARD_SLICE_US_DEFAULT: u64 = 100;
+/// The kernel clamps slices to 0.1..=100 ms.
+pub const SHARD_SLICE_US_MIN: u64 = 100;
+/// See `SHARD_SLICE_US_MIN`.
+pub const SHARD_SLICE_US_MAX: u64 = 100_000;
+
 /// The stall watchdog's default: a commit in flight for a second is thousands of times the
 /// disk's usual commit time, long enough that no healthy disk trips it and short enough that
 /// an operator sees a stall while it happens.

@@ -192,6 +192,17 @@ pub fn shard_main(setup: ShardSetup) -> Option<ShardReport> {
             setup.id, setup.core
         );
     }
+    if let Some(slice) = setup.config.shard_slice {
+        let slice_ns = u64::try_from(slice.as_nanos()).unwrap_or(u64::MAX);
+        if let Err(error) = engine::uring::thread_slice_set(slice_ns) {
+            eprintln!(
+                "ringlog: shard {}: cannot ask for a {} µs scheduler slice ({error}); keeping \
+                 the kernel's default",
+                setup.id,
+                slice.as_micros()
+            );
+        }
+    }
     let (status, router) = (setup.status.clone(), Arc::clone(&setup.router));
     match shard_start(setup, &status) {
         Some(shard) => {

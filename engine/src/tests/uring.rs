@@ -215,3 +215,19 @@ fn busy_poll_ends_descheduled_when_a_neighbour_holds_the_core() {
     assert_eq!(end, PollEnd::Descheduled, "after {elapsed:?}");
     assert!(elapsed < Duration::from_secs(1), "{elapsed:?}");
 }
+
+/// A thread can ask for a short scheduler slice and read it back (Linux 6.12+); the setting
+/// is per thread, so the test thread's own change does not leak into other tests.
+#[test]
+fn a_thread_asks_for_a_short_scheduler_slice() {
+    let handle = std::thread::spawn(|| {
+        crate::uring::thread_slice_set(100_000).expect("sched_setattr");
+        crate::uring::thread_slice_ns().expect("sched_getattr")
+    });
+    let slice_ns = handle.join().unwrap();
+    if slice_ns == 0 {
+        println!("SKIP: this kernel has no custom scheduler slices (before 6.12)");
+        return;
+    }
+    assert_eq!(slice_ns, 100_000);
+}

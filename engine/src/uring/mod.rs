@@ -11,11 +11,13 @@
 mod buffer;
 mod disk;
 mod net;
+mod sched;
 mod space;
 
 pub use buffer::AlignedBuffer;
 pub use disk::UringDisk;
 pub use net::{NetBufferId, NetBuffers, Socket};
+pub use sched::{thread_slice_ns, thread_slice_set};
 pub use space::{disk_space, DiskSpace};
 
 use io_uring::{cqueue, squeue, IoUring};
