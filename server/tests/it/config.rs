@@ -52,6 +52,10 @@ fn defaults_and_bounds() {
     assert_eq!(config.requests_in_flight_max, 10_000);
     assert_eq!(config.busy_poll.as_micros(), 200);
     assert_eq!(config.commit_stall, Some(std::time::Duration::from_secs(1)));
+    assert_eq!(
+        config.shard_slice,
+        Some(std::time::Duration::from_micros(100))
+    );
     assert!(
         ServeArgs::default().resolve(&[0]).is_err(),
         "data_dir is required"
@@ -94,6 +98,22 @@ fn defaults_and_bounds() {
         error.to_string(),
         "invalid --busy-poll-us: must be 0..=10000"
     );
+    for (slice_us, valid) in [(0, true), (50, false), (100, true), (100_001, false)] {
+        let resolved = bad(ServeArgs {
+            shard_slice_us: Some(slice_us),
+            ..ServeArgs::default()
+        })
+        .resolve(&[0]);
+        assert_eq!(resolved.is_ok(), valid, "--shard-slice-us {slice_us}");
+    }
+    for (stall_ms, valid) in [(0, true), (3_600_000, true), (3_600_001, false)] {
+        let resolved = bad(ServeArgs {
+            commit_stall_ms: Some(stall_ms),
+            ..ServeArgs::default()
+        })
+        .resolve(&[0]);
+        assert_eq!(resolved.is_ok(), valid, "--commit-stall-ms {stall_ms}");
+    }
     let off = bad(ServeArgs {
         busy_poll_us: Some(0),
         ..ServeArgs::default()
