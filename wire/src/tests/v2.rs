@@ -1,6 +1,12 @@
-//! Tests of the v2 codec: golden frames from the doc tables, round trips, errors and garbage.
+//! Tests of the v2 codec, both sides, and of the entry body: golden frames from the doc tables,
+//! round trips, errors and garbage.
 
-use super::*;
+use crate::client::{
+    decode_response, encode_add_request, encode_auth_request, encode_batch_read_request,
+    encode_read_request, BatchEntries, DecodedResponse, Response,
+};
+use crate::error::malformed;
+use crate::*;
 
 const MAX: u32 = FRAME_SIZE_MAX_DEFAULT;
 
