@@ -1,5 +1,6 @@
 //! What ADD carries and READ returns (§4): the entry body, with the writer's ids, LAC, ledger
-//! length and digest in front of the payload, and the ledger master key.
+//! length and digest in front of the payload, the explicit-LAC body of WRITE_LAC, and the
+//! ledger master key.
 //!
 //! A bookie stores bodies verbatim and never verifies digests (§4.4); it reads only the LAC.
 //! The CRC32C encoder and verifier are for clients and tests.
@@ -31,6 +32,8 @@ pub const MASTER_KEY_BENCH_PASSWORD: MasterKey = [
 
 /// Where the writer's LAC sits in an entry body: right after ledgerId and entryId.
 const ENTRY_BODY_OFFSET_LAC: usize = 16;
+/// Where the LAC sits in an explicit-LAC body (`[ledgerId][LAC][digest]`): after ledgerId.
+const EXPLICIT_LAC_BODY_OFFSET_LAC: usize = 8;
 
 // The LAC lies right after the two ids the minimum body holds.
 const _: () = assert!(ENTRY_BODY_SIZE_MIN == 16);
@@ -82,6 +85,14 @@ pub fn verify_entry_body_crc32c(body: &[u8]) -> Result<&[u8], DecodeError> {
 #[must_use]
 pub fn entry_body_last_add_confirmed(body: &[u8]) -> Option<i64> {
     body_i64(body, ENTRY_BODY_OFFSET_LAC)
+}
+
+/// The LAC an explicit-LAC body (WRITE_LAC's `[ledgerId][LAC][digest]`) carries at offset 8, if
+/// the body has at least 16 bytes. A bookie's LAC is the larger of this and its entries' (Java's
+/// `FileInfo.setExplicitLac`).
+#[must_use]
+pub fn explicit_lac_body_last_add_confirmed(body: &[u8]) -> Option<i64> {
+    body_i64(body, EXPLICIT_LAC_BODY_OFFSET_LAC)
 }
 
 /// The big-endian `i64` at `offset`, if the body reaches that far.
