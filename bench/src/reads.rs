@@ -6,12 +6,11 @@
 use crate::report::Report;
 use crate::verify_log::{payload_matches, read_log, LoggedEntry};
 use crate::writes::{code_name, BufferSizes, Connections};
-use server::protocol::{
-    code, encode_batch_read_request, encode_read_request, verify_entry_body_crc32c, Response,
-};
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
+use wire::client::{encode_batch_read_request, encode_read_request, Response};
+use wire::{code, verify_entry_body_crc32c};
 
 /// Flags of `ringlog-bench reads`.
 #[derive(clap::Args, Debug, Clone)]
@@ -381,7 +380,7 @@ impl<'a> Checker<'a> {
         first: usize,
         count: usize,
         result: i32,
-        items: server::protocol::BatchEntries<'_>,
+        items: wire::client::BatchEntries<'_>,
     ) -> Result<(), String> {
         let mut covered = 0;
         if result != code::EOK {

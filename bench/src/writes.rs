@@ -18,13 +18,13 @@ use crate::verify_log::LogFile;
 use hdrhistogram::serialization::interval_log::IntervalLogWriterBuilder;
 use hdrhistogram::serialization::V2DeflateSerializer;
 use hdrhistogram::Histogram;
-use server::protocol::{code, FRAME_SIZE_MAX_DEFAULT};
 use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::{mpsc, Arc, Barrier, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
+use wire::{code, FRAME_SIZE_MAX_DEFAULT};
 use worker::{Message, Outcome, Shared, ThreadPlan};
 
 /// Flags of `ringlog-bench writes`.
@@ -272,7 +272,7 @@ impl Plan {
             cores,
             protocol: args.protocol,
             write_flags: if args.durability == Durability::Deferred {
-                server::protocol::v3::WRITE_FLAG_DEFERRED_SYNC
+                wire::v3::WRITE_FLAG_DEFERRED_SYNC
             } else {
                 0
             },

@@ -10,8 +10,10 @@ pub const RECORD_HEADER_SIZE: usize = 64;
 /// Records start on 8-byte boundaries so headers never straddle odd addresses.
 pub const RECORD_ALIGNMENT: usize = 8;
 
-/// Largest record payload: the largest BookKeeper entry body a 5 MiB + 10 KiB frame can carry.
-pub const RECORD_PAYLOAD_SIZE_MAX: usize = 5_253_120;
+/// Largest record payload: the largest BookKeeper entry body a frame of the default limit
+/// (`wire::FRAME_SIZE_MAX_DEFAULT`, Pulsar's 5 MiB + 10 KiB) can carry. It is that frame's size:
+/// a body is only part of a frame, so every body such a frame holds fits, with bytes to spare.
+pub const RECORD_PAYLOAD_SIZE_MAX: usize = wire::FRAME_SIZE_MAX_DEFAULT as usize;
 
 /// Largest record on disk, header and alignment padding included.
 pub const RECORD_SIZE_MAX: usize = RECORD_HEADER_SIZE + RECORD_PAYLOAD_SIZE_MAX + RECORD_ALIGNMENT;
@@ -55,8 +57,8 @@ pub const ZERO_CHUNK_SIZE: usize = 1024 * 1024;
 /// ids beyond the ledger's highest entry is refused (BookKeeper clients add sequentially).
 pub const ENTRY_GAP_MAX: u64 = 1024 * 1024;
 
-/// Master key length fixed by the BookKeeper protocol (SHA-1 digest).
-pub const MASTER_KEY_SIZE: usize = 20;
+/// Master key length fixed by the BookKeeper protocol (SHA-1 digest), declared by `wire`.
+pub use wire::MASTER_KEY_SIZE;
 
 /// How many bytes past the first bad record recovery inspects to tell a torn tail from
 /// corruption: everything that can be in flight at a crash, plus one largest record.

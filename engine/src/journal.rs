@@ -468,7 +468,8 @@ impl<D: Disk> Journal<D> {
         if needs_key {
             self.create_ledger(ledger, master_key);
         }
-        let last_add_confirmed = body_last_add_confirmed(body);
+        // The writer's LAC, from the body (BookKeeper §4.1); -1 (none) if it is too short.
+        let last_add_confirmed = wire::entry_body_last_add_confirmed(body).unwrap_or(-1);
         let staged = Staged {
             token: Some(token),
             kind: RecordKind::Entry,
@@ -540,7 +541,7 @@ impl<D: Disk> Journal<D> {
             location,
             payload_size: 0,
             deferred: false,
-            last_add_confirmed: record::explicit_lac_body_last_add_confirmed(body),
+            last_add_confirmed: wire::explicit_lac_body_last_add_confirmed(body).unwrap_or(-1),
         };
         self.stage(staged, body);
         Ok(())
@@ -1006,11 +1007,6 @@ impl<D: Disk> Journal<D> {
         );
         std::mem::swap(&mut self.events, out);
     }
-}
-
-/// Body offset 16 holds the writer's LAC when the body is long enough (BookKeeper §4.1).
-fn body_last_add_confirmed(body: &[u8]) -> i64 {
-    record::entry_body_last_add_confirmed(body)
 }
 
 impl<D: Disk> Journal<D> {

@@ -223,24 +223,3 @@ pub fn decode(bytes: &[u8]) -> Result<(RecordHeader, u32, &[u8]), RecordError> {
     }
     Ok((header, checksum_header, payload))
 }
-
-/// The LAC a BookKeeper entry body carries (`[ledgerId][entryId][LAC]...`, bytes 16..24,
-/// big-endian); -1 for a body too short to hold one.
-#[must_use]
-pub fn entry_body_last_add_confirmed(body: &[u8]) -> i64 {
-    body_i64(body, 16)
-}
-
-/// The LAC an explicit-LAC body carries (`[ledgerId][LAC][digest]`, bytes 8..16, big-endian):
-/// a bookie's LAC is the larger of this and its entries' (Java's `FileInfo.setExplicitLac`);
-/// -1 for a body too short to hold one.
-#[must_use]
-pub fn explicit_lac_body_last_add_confirmed(body: &[u8]) -> i64 {
-    body_i64(body, 8)
-}
-
-fn body_i64(body: &[u8], offset: usize) -> i64 {
-    body.get(offset..offset + 8)
-        .and_then(|field| field.first_chunk::<8>())
-        .map_or(-1, |bytes| i64::from_be_bytes(*bytes))
-}

@@ -309,7 +309,7 @@ fn apply(index: &mut Index, header: &RecordHeader, payload: &[u8]) {
         }
         RecordKind::Entry => {
             index.create(header.ledger, [0u8; crate::constants::MASTER_KEY_SIZE]);
-            let lac = crate::record::entry_body_last_add_confirmed(payload);
+            let lac = wire::entry_body_last_add_confirmed(payload).unwrap_or(-1);
             index.insert_entry(header.ledger, header.entry, slot, lac);
         }
         RecordKind::Fence => {
@@ -320,7 +320,7 @@ fn apply(index: &mut Index, header: &RecordHeader, payload: &[u8]) {
             index.create(header.ledger, [0u8; crate::constants::MASTER_KEY_SIZE]);
             let state = index.ledger_mut(header.ledger).expect("created");
             state.explicit_lac = Some(slot);
-            let lac = crate::record::explicit_lac_body_last_add_confirmed(payload);
+            let lac = wire::explicit_lac_body_last_add_confirmed(payload).unwrap_or(-1);
             state.last_add_confirmed = state.last_add_confirmed.max(lac);
         }
         RecordKind::ForceMarker => {}

@@ -16,10 +16,10 @@ use engine::{
     SimDisk,
 };
 use ringlog_fuzz::RECOVERY_SEGMENT_SIZE;
-use server::protocol::{self, code, MasterKey, MASTER_KEY_BENCH_PASSWORD};
 use std::path::Path;
+use wire::{code, MasterKey, MASTER_KEY_BENCH_PASSWORD};
 
-const KEY: MasterKey = protocol::MASTER_KEY_EMPTY_PASSWORD;
+const KEY: MasterKey = wire::MASTER_KEY_EMPTY_PASSWORD;
 const DRIVE_PASSES_MAX: usize = 100_000;
 const SEED_BYTES_MAX_PER_TARGET: usize = 100 * 1024;
 
@@ -64,21 +64,14 @@ fn entry_body(ledger: i64, entry: i64, payload_size: usize) -> Vec<u8> {
         .collect();
     let mut body = Vec::new();
     let ledger_length = i64::try_from(payload_size).expect("small") * (entry + 1);
-    protocol::encode_entry_body_crc32c(
-        &mut body,
-        ledger,
-        entry,
-        entry - 1,
-        ledger_length,
-        &payload,
-    );
+    wire::encode_entry_body_crc32c(&mut body, ledger, entry, entry - 1, ledger_length, &payload);
     body
 }
 
 /// One `Request` message (no length prefix) per v3 operation, encoded with prost.
 fn v3_requests() -> Seeds {
     use prost::Message;
-    use server::protocol::v3::{self, proto, Operation};
+    use wire::v3::{self, proto, Operation};
     let request = |operation: Operation| proto::Request {
         header: proto::BkPacketHeader {
             version: v3::PROTOCOL_VERSION_THREE,
@@ -154,51 +147,56 @@ fn requests() -> Seeds {
         build(&mut out);
         out
     };
-    let fencing = protocol::FLAG_DO_FENCING;
-    let recovery = protocol::FLAG_RECOVERY_ADD | protocol::FLAG_HIGH_PRIORITY;
+    let fencing = wire::FLAG_DO_FENCING;
+    let recovery = wire::FLAG_RECOVERY_ADD | wire::FLAG_HIGH_PRIORITY;
     let mut seeds = vec![
         (
             "add".to_string(),
             frame(&|out| {
-                protocol::encode_add_request(out, 0, &KEY, &entry_body(3, 0, 40));
+                wire::client::encode_add_request(out, 0, &KEY, &entry_body(3, 0, 40));
             }),
         ),
         (
             "add_recovery_minimal_body".into(),
             frame(&|out| {
-                protocol::encode_add_request(out, recovery, &MASTER_KEY_BENCH_PASSWORD, &[0; 16]);
+                wire::client::encode_add_request(
+                    out,
+                    recovery,
+                    &MASTER_KEY_BENCH_PASSWORD,
+                    &[0; 16],
+                );
             }),
         ),
         (
             "read".into(),
-            frame(&|out| protocol::encode_read_request(out, 0, 3, 0, None)),
+            frame(&|out| wire::client::encode_read_request(out, 0, 3, 0, None)),
         ),
         (
             "read_last".into(),
-            frame(&|out| protocol::encode_read_request(out, 0, 3, -1, None)),
+            frame(&|out| wire::client::encode_read_request(out, 0, 3, -1, None)),
         ),
         (
             "read_fencing".into(),
             frame(&|out| {
-                protocol::encode_read_request(out, fencing, 3, 5, Some(&KEY));
+                wire::client::encode_read_request(out, fencing, 3, 5, Some(&KEY));
             }),
         ),
         (
             "batch_read".into(),
             frame(&|out| {
-                protocol::encode_batch_read_request(out, 0, 3, 0, 42, 10, 1 << 20, None);
+                wire::client::encode_batch_read_request(out, 0, 3, 0, 42, 10, 1 << 20, None);
             }),
         ),
         (
             "batch_read_fencing".into(),
             frame(&|out| {
-                protocol::encode_batch_read_request(out, fencing, 3, 2, 43, -1, 0, Some(&KEY));
+                wire::client::encode_batch_read_request(out, fencing, 3, 2, 43, -1, 0, Some(&KEY));
             }),
         ),
         (
             "auth".into(),
             frame(&|out| {
-                protocol::encode_auth_request(out, "AuthDisabledPlugin", b"");
+                wire::client::encode_auth_request(out, "AuthDisabledPlugin", b"");
             }),
         ),
     ];
@@ -212,29 +210,28 @@ fn requests() -> Seeds {
 }
 
 fn responses() -> Seeds {
-    let version = protocol::PROTOCOL_VERSION_CURRENT;
+    let version = wire::PROTOCOL_VERSION_CURRENT;
     let body = entry_body(3, 1, 24);
     let mut add = Vec::new();
-    protocol::encode_add_response(&mut add, version, code::EOK, 3, 1);
+    wire::encode_add_response(&mut add, version, code::EOK, 3, 1);
     let mut add_fenced = Vec::new();
-    protocol::encode_add_response(&mut add_fenced, version, code::EFENCED, 3, 2);
+    wire::encode_add_response(&mut add_fenced, version, code::EFENCED, 3, 2);
     let mut read = Vec::new();
-    protocol::encode_read_response(&mut read, version, code::EOK, 3, 1, &body);
+    wire::encode_read_response(&mut read, version, code::EOK, 3, 1, &body);
     let mut read_missing = Vec::new();
-    protocol::encode_read_response(&mut read_missing, version, code::ENOENTRY, 3, 9, &[]);
+    wire::encode_read_response(&mut read_missing, version, code::ENOENTRY, 3, 9, &[]);
     let mut batch = Vec::new();
-    let start =
-        protocol::encode_batch_read_response_begin(&mut batch, version, code::EOK, 3, 0, 42);
+    let start = wire::encode_batch_read_response_begin(&mut batch, version, code::EOK, 3, 0, 42);
     for entry in 0..3 {
-        protocol::encode_batch_read_response_push(&mut batch, &entry_body(3, entry, 8));
+        wire::encode_batch_read_response_push(&mut batch, &entry_body(3, entry, 8));
     }
-    protocol::encode_batch_read_response_finish(&mut batch, start);
+    wire::encode_batch_read_response_finish(&mut batch, start);
     let mut batch_error = Vec::new();
     let start =
-        protocol::encode_batch_read_response_begin(&mut batch_error, version, code::EIO, 3, 0, 43);
-    protocol::encode_batch_read_response_finish(&mut batch_error, start);
+        wire::encode_batch_read_response_begin(&mut batch_error, version, code::EIO, 3, 0, 43);
+    wire::encode_batch_read_response_finish(&mut batch_error, start);
     let mut auth = Vec::new();
-    protocol::encode_auth_response(&mut auth, version);
+    wire::encode_auth_response(&mut auth, version);
     let mut seeds = vec![
         ("add".to_string(), add),
         ("add_fenced".into(), add_fenced),

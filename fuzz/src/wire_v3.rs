@@ -2,8 +2,8 @@
 //! prost's decoder of the same `Request` message.
 //!
 //! Properties, for every input:
-//! - `server::protocol::v3::decode_request` never panics, and neither does the framed entry
-//!   point `decode_any_request` on the same bytes behind a length prefix;
+//! - `wire::v3::decode_request` never panics, and neither does the framed entry point
+//!   `decode_any_request` on the same bytes behind a length prefix;
 //! - when both our reader and prost accept the message, they agree on the header and on the
 //!   sub-request the operation selects (every field, bodies byte for byte);
 //! - when prost accepts the message and our reader refuses it, the reason is one where we are
@@ -14,8 +14,8 @@
 //! operation does not select and `requestContext` (whose strings prost checks as UTF-8).
 
 use prost::Message;
-use server::protocol::v3::{self, proto, Body, Operation};
-use server::protocol::{self, AnyRequest, DecodeError, DecodedAny, FRAME_SIZE_MAX_DEFAULT};
+use wire::v3::{self, proto, Body, Operation};
+use wire::{AnyRequest, DecodeError, DecodedAny, FRAME_SIZE_MAX_DEFAULT};
 
 /// Why our reader may refuse what prost accepts.
 const STRICTER_REASONS: [&str; 3] = [
@@ -47,7 +47,7 @@ fn framed_check(data: &[u8]) {
     };
     let mut frame = length.to_be_bytes().to_vec();
     frame.extend_from_slice(data);
-    let decoded = protocol::decode_any_request(&frame, FRAME_SIZE_MAX_DEFAULT);
+    let decoded = wire::decode_any_request(&frame, FRAME_SIZE_MAX_DEFAULT);
     if let Ok(DecodedAny::Frame {
         request: AnyRequest::V3(_),
         frame_size,

@@ -9,7 +9,6 @@
 //! the connection reference they answer, see `router`).
 
 use crate::limits;
-use crate::protocol::{self, code, v3 as wire_v3, Request, FLAG_DO_FENCING, FLAG_RECOVERY_ADD};
 use crate::router::{OwnerCache, Router, ShardId};
 use crate::shard::ShardStats;
 use engine::uring::{NetBufferId, UringDisk};
@@ -19,6 +18,7 @@ use std::collections::VecDeque;
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
 use std::time::Instant;
+use wire::{code, v3 as wire_v3, Request, FLAG_DO_FENCING, FLAG_RECOVERY_ADD};
 
 pub mod v3;
 
@@ -240,7 +240,7 @@ impl Client {
     /// Appends an ADD response.
     pub fn respond_add(&mut self, reply_to: u64, version: u8, code: i32, ledger: i64, entry: i64) {
         self.reply_prefix(reply_to);
-        protocol::encode_add_response(&mut self.out, version, code, ledger, entry);
+        wire::encode_add_response(&mut self.out, version, code, ledger, entry);
     }
 
     /// Appends the ADD response of a pending add in its protocol; `code` is a v2 code.
@@ -288,21 +288,21 @@ impl Client {
     fn respond_read(&mut self, pending: &Pending, code: i32, body: &[u8]) {
         self.reply_prefix(pending.reply_to);
         let (version, ledger, entry) = (pending.version, pending.ledger, pending.entry);
-        protocol::encode_read_response(&mut self.out, version, code, ledger, entry, body);
+        wire::encode_read_response(&mut self.out, version, code, ledger, entry, body);
     }
 
     /// Appends the AUTH reply of a bookie with authentication disabled.
     pub fn respond_auth(&mut self, reply_to: u64) {
         self.reply_prefix(reply_to);
         // Java answers AUTH in the current version whatever the request's (protocol §2.8).
-        protocol::encode_auth_response(&mut self.out, protocol::PROTOCOL_VERSION_CURRENT);
+        wire::encode_auth_response(&mut self.out, wire::PROTOCOL_VERSION_CURRENT);
     }
 
     /// Appends a BATCH_READ response with an error code and no entries.
     pub fn respond_batch_error(&mut self, batch: &Batch, code: i32) {
         assert_ne!(code, code::EOK);
         self.reply_prefix(batch.reply_to);
-        let start = protocol::encode_batch_read_response_begin(
+        let start = wire::encode_batch_read_response_begin(
             &mut self.out,
             batch.version,
             code,
@@ -310,14 +310,14 @@ impl Client {
             batch.start_entry,
             batch.request_id,
         );
-        protocol::encode_batch_read_response_finish(&mut self.out, start);
+        wire::encode_batch_read_response_finish(&mut self.out, start);
     }
 
     /// Starts the batch response in `batch_out`.
     pub fn batch_begin(&mut self, batch: Batch) {
         assert!(self.batch.is_none(), "one batch read per client at a time");
         self.batch_out.clear();
-        let start = protocol::encode_batch_read_response_begin(
+        let start = wire::encode_batch_read_response_begin(
             &mut self.batch_out,
             batch.version,
             code::EOK,
@@ -333,13 +333,13 @@ impl Client {
     /// always). Returns false when the entry ends the batch instead.
     pub fn batch_push(&mut self, body: &[u8]) -> bool {
         let batch = self.batch.as_mut().expect("a batch is running");
-        let size = batch.size + protocol::BATCH_READ_RESPONSE_ITEM_PREFIX_SIZE + body.len();
+        let size = batch.size + wire::BATCH_READ_RESPONSE_ITEM_PREFIX_SIZE + body.len();
         if batch.count > 0 && size > batch.size_limit {
             return false;
         }
         batch.size = size;
         batch.count += 1;
-        protocol::encode_batch_read_response_push(&mut self.batch_out, body);
+        wire::encode_batch_read_response_push(&mut self.batch_out, body);
         true
     }
 
@@ -350,7 +350,7 @@ impl Client {
         if batch.count == 0 && code != code::EOK {
             self.respond_batch_error(&batch, code);
         } else {
-            protocol::encode_batch_read_response_finish(&mut self.batch_out, 0);
+            wire::encode_batch_read_response_finish(&mut self.batch_out, 0);
             self.reply_prefix(batch.reply_to);
             self.out.extend_from_slice(&self.batch_out);
         }
@@ -546,7 +546,7 @@ pub fn request_handle(
         return Step::Stall;
     }
     let header = request.header();
-    if header.version > protocol::PROTOCOL_VERSION_CURRENT {
+    if header.version > wire::PROTOCOL_VERSION_CURRENT {
         respond_bad_version(client, origin, &request);
         return Step::Consumed;
     }
@@ -726,7 +726,7 @@ pub(crate) fn add_stage(
     client: &mut Client,
     origin: Origin,
     pending: Pending,
-    master_key: &protocol::MasterKey,
+    master_key: &wire::MasterKey,
     body: &[u8],
     recovery: bool,
 ) -> Step {
@@ -766,7 +766,7 @@ pub(crate) fn read_begin(
     client: &mut Client,
     origin: Origin,
     mut pending: Pending,
-    master_key: Option<&protocol::MasterKey>,
+    master_key: Option<&wire::MasterKey>,
 ) -> Step {
     if master_key.is_some() {
         pending.op = PendingOp::Fence;
@@ -882,7 +882,7 @@ fn batch_new(
         request_id,
         count: 0,
         count_max: limits::BATCH_READ_ENTRIES_MAX,
-        size: protocol::BATCH_READ_RESPONSE_FIXED_SIZE,
+        size: wire::BATCH_READ_RESPONSE_FIXED_SIZE,
         size_limit: limits::BATCH_READ_BYTES_MAX,
         reply_to: origin.reference,
     }
@@ -965,7 +965,7 @@ fn batch_fence(
     context: &mut Context,
     client: &mut Client,
     token: Token,
-    master_key: &protocol::MasterKey,
+    master_key: &wire::MasterKey,
 ) -> Step {
     let batch = client.batch.expect("batch_begin started it");
     match context

@@ -2,16 +2,15 @@
 //!
 //! `run` starts one shard per configured core (`shard`), each with its own io_uring, journal
 //! and SO_REUSEPORT listener; `router` places ledgers on shards and carries requests between
-//! them; `connection` holds per-connection state; `protocol` is the pure wire codec (v2
-//! frames, v3 protobuf messages in `protocol::v3`); `registration` lists the bookie in
-//! ZooKeeper from its own thread (with --zk).
+//! them; `connection` holds per-connection state and what each request does; `registration` lists
+//! the bookie in ZooKeeper from its own thread (with --zk). The wire codec (v2 frames, v3
+//! protobuf messages) is the `wire` crate.
 #![forbid(unsafe_code)]
 
 pub mod config;
 mod connection;
 pub mod limits;
 mod poll_pause;
-pub mod protocol;
 pub mod registration;
 pub mod router;
 mod run_delay;

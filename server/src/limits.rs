@@ -1,8 +1,8 @@
 //! Every limit of the server: the runtime defaults (overridable, documented in docs/limits.md)
 //! and the fixed bounds that size buffers and tables, with their relations checked.
 
-use crate::protocol::FRAME_SIZE_MAX_DEFAULT;
 use engine::constants::RECORD_PAYLOAD_SIZE_MAX;
+use wire::FRAME_SIZE_MAX_DEFAULT;
 
 /// BookKeeper's `bookiePort`.
 pub const LISTEN_PORT_DEFAULT: u16 = 3181;

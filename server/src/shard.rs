@@ -18,7 +18,6 @@ use crate::connection::{
 };
 use crate::limits;
 use crate::poll_pause::PollPause;
-use crate::protocol::{self, code, AnyRequest, DecodedAny};
 use crate::router::{Mail, OwnerCache, Router, SendError, ShardId, CONNECTION_REFERENCE_SIZE};
 use crate::run_delay::RunDelay;
 use engine::uring::{Completion, NetBufferId, NetBuffers, PollEnd, Ring, Socket, UringDisk};
@@ -32,6 +31,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use wire::{code, AnyRequest, DecodedAny};
 
 /// What a shard thread needs from `run`.
 pub struct ShardSetup {
@@ -1052,7 +1052,7 @@ impl Shard {
             if frames == self.config.frames_per_turn_max {
                 break DecodeEnd::Cap;
             }
-            match protocol::decode_any_request(&bytes[offset..filled], frame_size_max) {
+            match wire::decode_any_request(&bytes[offset..filled], frame_size_max) {
                 Ok(DecodedAny::Frame {
                     request,
                     frame_size,
@@ -1126,7 +1126,7 @@ impl Shard {
             let Ok(DecodedAny::Frame {
                 request,
                 frame_size,
-            }) = protocol::decode_any_request(rest, frame_size_max)
+            }) = wire::decode_any_request(rest, frame_size_max)
             else {
                 unreachable!("a forwarded frame decodes")
             };

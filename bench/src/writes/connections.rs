@@ -7,10 +7,11 @@
 //! while it flies gather in `pending` and leave together in the next send.
 
 use engine::uring::{errno_error, Completion, NetBufferId, NetBuffers, PollEnd, Ring};
-use server::protocol::{decode_response, Response, FRAME_SIZE_MAX_DEFAULT};
 use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
+use wire::client::{decode_response, Response};
+use wire::FRAME_SIZE_MAX_DEFAULT;
 
 /// Buffer sizes of every connection of one `Connections`.
 #[derive(Clone, Copy, Debug)]
@@ -339,7 +340,7 @@ fn decode_one(
             return Ok(None);
         }
         let Some((code, ledger_id, entry_id)) =
-            server::protocol::v3::decode_add_response(&data[4..frame_size])
+            wire::client::v3::decode_add_response(&data[4..frame_size])
         else {
             return Err(format!("connection {label}: undecodable v3 response"));
         };
@@ -353,14 +354,14 @@ fn decode_one(
         return Ok(Some(frame_size));
     }
     match decode_response(data, FRAME_SIZE_MAX_DEFAULT) {
-        Ok(server::protocol::DecodedResponse::Frame {
+        Ok(wire::client::DecodedResponse::Frame {
             response,
             frame_size,
         }) => {
             on_response(index, response)?;
             Ok(Some(frame_size))
         }
-        Ok(server::protocol::DecodedResponse::NeedMore) => Ok(None),
+        Ok(wire::client::DecodedResponse::NeedMore) => Ok(None),
         Err(error) => Err(format!("connection {label}: undecodable response: {error}")),
     }
 }

@@ -5,17 +5,17 @@ use super::{parse_cores, Plan, WritesArgs};
 use crate::reads::ReadsArgs;
 use clap::Parser;
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
-use server::protocol::{
-    code, decode_request, encode_add_response, encode_batch_read_response_begin,
-    encode_batch_read_response_finish, encode_batch_read_response_push, encode_read_response,
-    Decoded, Request, FRAME_SIZE_MAX_DEFAULT,
-};
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use wire::{
+    code, decode_request, encode_add_response, encode_batch_read_response_begin,
+    encode_batch_read_response_finish, encode_batch_read_response_push, encode_read_response,
+    Decoded, Request, FRAME_SIZE_MAX_DEFAULT,
+};
 
 type Store = Arc<Mutex<BTreeMap<(i64, i64), Vec<u8>>>>;
 

@@ -7,13 +7,12 @@ use super::{code_name, BufferSizes, Connections};
 use crate::report::Report;
 use crate::verify_log::{payload_fill, LogBuffer, LogFile, LoggedEntry};
 use hdrhistogram::Histogram;
-use server::protocol::{
-    code, encode_add_request, encode_entry_body_crc32c, Response, MASTER_KEY_BENCH_PASSWORD,
-};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Barrier, OnceLock};
 use std::time::{Duration, Instant};
+use wire::client::{encode_add_request, Response};
+use wire::{code, encode_entry_body_crc32c, MASTER_KEY_BENCH_PASSWORD};
 
 /// Thread t's part of the run, decided by `Plan::thread`.
 pub(crate) struct ThreadPlan {
@@ -437,7 +436,7 @@ impl Worker {
                 encode_add_request(frames, 0, &MASTER_KEY_BENCH_PASSWORD, &self.body);
             }
             super::Protocol::V3 => {
-                let fields = server::protocol::v3::AddRequestFields {
+                let fields = wire::client::v3::AddRequestFields {
                     ledger_id: id,
                     entry_id,
                     master_key: &MASTER_KEY_BENCH_PASSWORD,
@@ -446,7 +445,7 @@ impl Worker {
                     recovery: false,
                 };
                 // Responses are matched by (ledger, entry), so the txn id is only a label.
-                server::protocol::v3::encode_add_request(frames, self.sent, &fields);
+                wire::client::v3::encode_add_request(frames, self.sent, &fields);
             }
         }
         let slot = ledger.slot(entry_id);

@@ -22,10 +22,10 @@ use super::{
     respond_read, token_new, Client, Context, Origin, Pending, PendingOp, PendingV3, Step, Token,
 };
 use crate::limits;
-use crate::protocol::code;
-use crate::protocol::v3::{self as wire, proto, Body, Status};
 use engine::{AddError, LedgerId, ReadError, ReadOutcome, ReadTarget};
 use std::time::{Duration, Instant};
+use wire::code;
+use wire::v3::{self as wire_v3, proto, Body, Status};
 
 /// A parked long-poll read (protocol §5.4).
 #[derive(Clone, Copy, Debug)]
@@ -52,14 +52,14 @@ pub fn request_handle(
     context: &mut Context,
     client: &mut Client,
     origin: Origin,
-    request: wire::Request<'_>,
+    request: wire_v3::Request<'_>,
     frame: &[u8],
 ) -> Step {
     if !client.has_room() {
         return Step::Stall;
     }
     let reply_to = origin.reference;
-    if request.header.version != wire::PROTOCOL_VERSION_THREE {
+    if request.header.version != wire_v3::PROTOCOL_VERSION_THREE {
         client.respond_v3_status(reply_to, &request, Status::Ebadversion);
         return Step::Consumed;
     }
@@ -92,7 +92,7 @@ pub fn request_handle(
         }
         Body::Auth => {
             let response = proto::Response {
-                header: wire::response_header(&request.header),
+                header: wire_v3::response_header(&request.header),
                 status: Status::Eok as i32,
                 auth_response: Some(proto::AuthMessage {
                     auth_plugin_name: wire::AUTH_DISABLED_PLUGIN_NAME.to_owned(),
@@ -127,12 +127,12 @@ fn add_handle(
     context: &mut Context,
     client: &mut Client,
     origin: Origin,
-    request: &wire::Request<'_>,
-    add: wire::AddRequest<'_>,
+    request: &wire_v3::Request<'_>,
+    add: wire_v3::AddRequest<'_>,
     frame: &[u8],
 ) -> Step {
     let reply_to = origin.reference;
-    let Some(master_key) = wire::master_key(add.master_key) else {
+    let Some(master_key) = wire_v3::master_key(add.master_key) else {
         client.respond_v3_status(reply_to, request, Status::Eua);
         return Step::Consumed;
     };
@@ -150,7 +150,7 @@ fn add_handle(
     if let Some(step) = forward(context, client, origin, add.ledger_id, true, frame) {
         return step;
     }
-    let op = if add.write_flags & wire::WRITE_FLAG_DEFERRED_SYNC != 0 {
+    let op = if add.write_flags & wire_v3::WRITE_FLAG_DEFERRED_SYNC != 0 {
         PendingOp::AddDeferred
     } else {
         PendingOp::Add
@@ -160,7 +160,7 @@ fn add_handle(
         piggyback: None,
     };
     let pending = pending_v3(op, add.ledger_id, add.entry_id, origin, v3);
-    let recovery = add.flag == Some(wire::ADD_FLAG_RECOVERY_ADD);
+    let recovery = add.flag == Some(wire_v3::ADD_FLAG_RECOVERY_ADD);
     add_stage(
         context, client, origin, pending, master_key, add.body, recovery,
     )
@@ -170,14 +170,14 @@ fn read_handle(
     context: &mut Context,
     client: &mut Client,
     origin: Origin,
-    request: &wire::Request<'_>,
-    read: wire::ReadRequest<'_>,
+    request: &wire_v3::Request<'_>,
+    read: wire_v3::ReadRequest<'_>,
     frame: &[u8],
 ) -> Step {
     let reply_to = origin.reference;
-    let fence = read.flag == Some(wire::READ_FLAG_FENCE_LEDGER);
-    let piggyback = read.flag == Some(wire::READ_FLAG_ENTRY_PIGGYBACK);
-    let master_key = match (fence, read.master_key.and_then(wire::master_key)) {
+    let fence = read.flag == Some(wire_v3::READ_FLAG_FENCE_LEDGER);
+    let piggyback = read.flag == Some(wire_v3::READ_FLAG_ENTRY_PIGGYBACK);
+    let master_key = match (fence, read.master_key.and_then(wire_v3::master_key)) {
         (false, _) => None,
         (true, Some(key)) => Some(key),
         // §5.2 step 1: a fence without a (valid) key is EUA.
@@ -305,11 +305,11 @@ fn write_lac_handle(
     context: &mut Context,
     client: &mut Client,
     origin: Origin,
-    request: &wire::Request<'_>,
-    write: wire::WriteLacRequest<'_>,
+    request: &wire_v3::Request<'_>,
+    write: wire_v3::WriteLacRequest<'_>,
     frame: &[u8],
 ) -> Step {
-    let Some(master_key) = wire::master_key(write.master_key) else {
+    let Some(master_key) = wire_v3::master_key(write.master_key) else {
         client.respond_v3_status(origin.reference, request, Status::Eua);
         return Step::Consumed;
     };
@@ -347,7 +347,7 @@ fn force_handle(
     context: &mut Context,
     client: &mut Client,
     origin: Origin,
-    request: &wire::Request<'_>,
+    request: &wire_v3::Request<'_>,
     ledger_id: i64,
 ) -> Step {
     let v3 = PendingV3 {
@@ -383,9 +383,9 @@ fn force_handle(
 /// ADD, WRITE_LAC or FORCE_LEDGER. `code` is a v2 code.
 pub fn respond_durable(client: &mut Client, pending: &Pending, code: i32) {
     let v3 = pending.v3.expect("a v3 request");
-    let status = wire::status_from_v2(code);
+    let status = wire_v3::status_from_v2(code);
     let mut response = proto::Response {
-        header: wire::response_header(&v3.header),
+        header: wire_v3::response_header(&v3.header),
         status,
         ..Default::default()
     };
@@ -415,7 +415,7 @@ fn bookie_info(
     context: &Context,
     client: &mut Client,
     origin: Origin,
-    request: &wire::Request<'_>,
+    request: &wire_v3::Request<'_>,
     requested: i64,
 ) {
     let Ok(space) = engine::uring::disk_space(&context.data_dir) else {
@@ -425,14 +425,14 @@ fn bookie_info(
     let bytes = |value: u64| i64::try_from(value).unwrap_or(i64::MAX);
     let info = proto::GetBookieInfoResponse {
         status: Status::Eok as i32,
-        total_disk_capacity: (requested & wire::BOOKIE_INFO_TOTAL_DISK_CAPACITY != 0)
+        total_disk_capacity: (requested & wire_v3::BOOKIE_INFO_TOTAL_DISK_CAPACITY != 0)
             .then(|| bytes(space.total_bytes)),
-        free_disk_space: (requested & wire::BOOKIE_INFO_FREE_DISK_SPACE != 0)
+        free_disk_space: (requested & wire_v3::BOOKIE_INFO_FREE_DISK_SPACE != 0)
             .then(|| bytes(space.free_bytes)),
         ..Default::default()
     };
     let response = proto::Response {
-        header: wire::response_header(&request.header),
+        header: wire_v3::response_header(&request.header),
         status: Status::Eok as i32,
         get_bookie_info_response: Some(info),
         ..Default::default()
@@ -444,7 +444,7 @@ fn list_of_entries(
     context: &Context,
     client: &mut Client,
     origin: Origin,
-    request: &wire::Request<'_>,
+    request: &wire_v3::Request<'_>,
     ledger_id: i64,
 ) {
     let Some(ledger) = context.journal.ledger(LedgerId(ledger_id)) else {
@@ -452,9 +452,9 @@ fn list_of_entries(
         return;
     };
     // Rare (auditor, replication checks): the availability bytes are built in a fresh Vec.
-    let availability = wire::availability_of_entries(ledger.entries().map(|entry| entry.0));
+    let availability = wire_v3::availability_of_entries(ledger.entries().map(|entry| entry.0));
     let response = proto::Response {
-        header: wire::response_header(&request.header),
+        header: wire_v3::response_header(&request.header),
         status: Status::Eok as i32,
         get_list_of_entries_of_ledger_response: Some(proto::GetListOfEntriesOfLedgerResponse {
             status: Status::Eok as i32,
@@ -472,7 +472,7 @@ fn read_lac_begin(
     context: &mut Context,
     client: &mut Client,
     origin: Origin,
-    request: &wire::Request<'_>,
+    request: &wire_v3::Request<'_>,
     ledger_id: i64,
 ) -> Step {
     if context.journal.ledger(LedgerId(ledger_id)).is_none() {
@@ -579,7 +579,7 @@ fn read_lac_step(
     let body = match result {
         Ok(body) => body,
         Err(error) => {
-            let status = wire::status_from_v2(read_error_code(error));
+            let status = wire_v3::status_from_v2(read_error_code(error));
             let status = Status::try_from(status).unwrap_or(Status::Eio);
             read_lac_finish(client, token, status, None);
             return false;
@@ -620,7 +620,7 @@ pub fn read_lac_finish(
         (None, None)
     };
     let response = proto::Response {
-        header: wire::response_header(&v3.header),
+        header: wire_v3::response_header(&v3.header),
         status,
         read_lac_response: Some(proto::ReadLacResponse {
             status,

@@ -22,6 +22,8 @@
 //! one `name: "escaped value"` line per set field, in field-number order, as Java's
 //! `TextFormat.printToString` writes it.
 
+use prost::encoding::encode_varint;
+
 /// The layout version ringlog writes in front of a cookie (BookKeeper's current one).
 pub const COOKIE_LAYOUT_VERSION: u32 = 5;
 /// The first layout version whose body is protobuf text format (3 is one value a line).
@@ -103,8 +105,8 @@ impl Paths {
 pub fn service_info_encode(host: &str, port: u16) -> Vec<u8> {
     let mut endpoint = Vec::with_capacity(32 + host.len());
     field_bytes(&mut endpoint, 1, ENDPOINT_ID.as_bytes());
-    varint(&mut endpoint, (2 << 3) | WIRE_VARINT);
-    varint(&mut endpoint, u64::from(port));
+    encode_varint((2 << 3) | WIRE_VARINT, &mut endpoint);
+    encode_varint(u64::from(port), &mut endpoint);
     field_bytes(&mut endpoint, 3, host.as_bytes());
     field_bytes(&mut endpoint, 4, ENDPOINT_PROTOCOL.as_bytes());
     let mut message = Vec::with_capacity(endpoint.len() + 4);
@@ -117,17 +119,9 @@ const WIRE_VARINT: u64 = 0;
 const WIRE_LENGTH_DELIMITED: u64 = 2;
 
 fn field_bytes(out: &mut Vec<u8>, field: u64, bytes: &[u8]) {
-    varint(out, (field << 3) | WIRE_LENGTH_DELIMITED);
-    varint(out, u64::try_from(bytes.len()).expect("usize fits u64"));
+    encode_varint((field << 3) | WIRE_LENGTH_DELIMITED, out);
+    encode_varint(u64::try_from(bytes.len()).expect("usize fits u64"), out);
     out.extend_from_slice(bytes);
-}
-
-fn varint(out: &mut Vec<u8>, mut value: u64) {
-    while value >= 0x80 {
-        out.push(u8::try_from(value & 0x7f).expect("7 bits") | 0x80);
-        value >>= 7;
-    }
-    out.push(u8::try_from(value).expect("below 0x80"));
 }
 
 /// A bookie's cookie (`CookieFormat`).

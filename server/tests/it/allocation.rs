@@ -3,10 +3,10 @@
 //! counts per thread, so the other tests of this binary do not disturb it).
 
 use prost::Message;
-use server::protocol::v3::{self, proto, Body, Operation, ReadReply, Status};
-use server::protocol::{decode_any_request, AnyRequest, DecodedAny, FRAME_SIZE_MAX_DEFAULT};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
+use wire::v3::{self, proto, Body, Operation, ReadReply, Status};
+use wire::{decode_any_request, AnyRequest, DecodedAny, FRAME_SIZE_MAX_DEFAULT};
 
 struct Counting;
 

@@ -2,7 +2,7 @@
 //! is just read more slowly), and connections beyond the cap are closed at accept.
 
 use crate::support::{body, uring_available, Reply, Server, TestDir, KEY};
-use server::protocol::code;
+use wire::code;
 
 const LEDGERS: [i64; 2] = [88_001, 88_002];
 const ENTRIES: i64 = 1000;

@@ -2,7 +2,7 @@
 //! them over the shards) are forwarded to the owner and answered correctly.
 
 use crate::support::{body, uring_available, Client, Reply, Server, TestDir, KEY};
-use server::protocol::{code, FLAG_DO_FENCING, FLAG_RECOVERY_ADD};
+use wire::{code, FLAG_DO_FENCING, FLAG_RECOVERY_ADD};
 
 const CONNECTIONS: i64 = 16;
 const LEDGER: i64 = 31_337;

@@ -3,10 +3,10 @@
 //! once space returns. Runs on a small ext4 file system of its own, loop-mounted.
 
 use crate::support::{uring_available, Reply, Server, TestDir, KEY};
-use server::protocol::{self, code};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
+use wire::code;
 
 const LEDGER: i64 = 6_160_000;
 const ENTRY_PAYLOAD_SIZE: usize = 64 * 1024;
@@ -59,13 +59,13 @@ fn entry_body(entry: i64) -> Vec<u8> {
         .map(|i| u8::try_from((i + usize::try_from(entry).unwrap()) % 251).unwrap())
         .collect();
     let mut out = Vec::new();
-    protocol::encode_entry_body_crc32c(&mut out, LEDGER, entry, entry - 1, 0, &payload);
+    wire::encode_entry_body_crc32c(&mut out, LEDGER, entry, entry - 1, 0, &payload);
     out
 }
 
 fn add(client: &mut crate::support::Client, entry: i64) -> i32 {
     let mut frame = Vec::new();
-    protocol::encode_add_request(&mut frame, 0, &KEY, &entry_body(entry));
+    wire::client::encode_add_request(&mut frame, 0, &KEY, &entry_body(entry));
     client.send(&frame);
     match client.recv() {
         Reply::Add { code, .. } => code,

@@ -2,9 +2,9 @@
 //! SIGTERM that lands while adds are in flight.
 
 use crate::support::{body, uring_available, Client, Reply, Server, TestDir, KEY};
-use server::protocol::code;
 use std::collections::BTreeMap;
 use std::time::Duration;
+use wire::code;
 
 const CONNECTIONS: usize = 4;
 const LEDGERS: i64 = 8;

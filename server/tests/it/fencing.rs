@@ -2,10 +2,10 @@
 //! recovery adds go on, survives a restart, and wrong or missing keys get EUA.
 
 use crate::support::{body, uring_available, Client, Reply, Server, TestDir, KEY};
-use server::protocol::{self, code, FLAG_DO_FENCING, FLAG_HIGH_PRIORITY, FLAG_RECOVERY_ADD};
+use wire::{code, FLAG_DO_FENCING, FLAG_HIGH_PRIORITY, FLAG_RECOVERY_ADD};
 
 const LEDGER: i64 = 424_242;
-const KEY_OTHER: protocol::MasterKey = protocol::MASTER_KEY_EMPTY_PASSWORD;
+const KEY_OTHER: wire::MasterKey = wire::MASTER_KEY_EMPTY_PASSWORD;
 
 /// A READ frame in protocol version 1, where a fencing read carries no key.
 fn read_frame_version_1(flags: u16, ledger: i64, entry: i64) -> Vec<u8> {

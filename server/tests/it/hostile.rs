@@ -2,9 +2,9 @@
 //! the server, nothing of it is journalled, and a good connection keeps working throughout.
 
 use crate::support::{body, uring_available, Client, Reply, Server, TestDir, KEY};
-use server::protocol::{self, code};
 use std::net::Shutdown;
 use std::time::Duration;
+use wire::code;
 
 const LEDGER: i64 = 777_000;
 
@@ -20,7 +20,7 @@ fn frame(header: [u8; 4], fields: &[u8]) -> Vec<u8> {
 
 fn add_frame(ledger: i64, entry: i64) -> Vec<u8> {
     let mut frame = Vec::new();
-    protocol::encode_add_request(&mut frame, 0, &KEY, &body(ledger, entry));
+    wire::client::encode_add_request(&mut frame, 0, &KEY, &body(ledger, entry));
     frame
 }
 
@@ -128,7 +128,7 @@ fn version_3_gets_ebadversion_and_the_connection_stays() {
     assert_eq!(client.add(0, &KEY, LEDGER, 0), code::EOK);
     // AUTH with authentication off: the Java bookie's exact reply.
     let mut auth = Vec::new();
-    protocol::encode_auth_request(&mut auth, "SASL", b"hello");
+    wire::client::encode_auth_request(&mut auth, "SASL", b"hello");
     client.send(&auth);
     let mut expected = vec![0x0A, 0x12];
     expected.extend_from_slice(b"AuthDisabledPlugin");

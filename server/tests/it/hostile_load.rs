@@ -6,12 +6,12 @@
 //! and the server's RSS stays under `RSS_CAP_BYTES` (docs/limits.md, "Memory").
 
 use crate::support::{body, uring_available, Client, Server, TestDir, KEY};
-use server::protocol::{self, code};
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use wire::code;
 
 const LEDGER_GOOD: i64 = 881_000;
 const LEDGER_SLOW: i64 = 882_000;
@@ -108,7 +108,7 @@ fn bad_inputs_loop(address: SocketAddr, stop: &AtomicBool, closed: &AtomicU64, k
     let mut random = 0x9E37_79B9_7F4A_7C15u64;
     let read_fields = [LEDGER_GOOD.to_be_bytes(), 0i64.to_be_bytes()].concat();
     let mut add = Vec::new();
-    protocol::encode_add_request(&mut add, 0, &KEY, &body(LEDGER_GOOD + 1, 0));
+    wire::client::encode_add_request(&mut add, 0, &KEY, &body(LEDGER_GOOD + 1, 0));
     let mut round = 0u32;
     while !stop.load(Ordering::Relaxed) {
         let mut cases: Vec<(Vec<u8>, bool)> = vec![
@@ -143,7 +143,7 @@ fn bad_versions(address: SocketAddr) {
     let mut client = Client::connect(address);
     for version in [3u8, 4, 9, 100, 255] {
         let mut add = Vec::new();
-        protocol::encode_add_request(&mut add, 0, &KEY, &body(LEDGER_GOOD + 2, 0));
+        wire::client::encode_add_request(&mut add, 0, &KEY, &body(LEDGER_GOOD + 2, 0));
         add[4] = version;
         client.send(&add);
         match client.recv() {
@@ -164,7 +164,7 @@ fn slowloris(address: SocketAddr) -> usize {
             stream.set_nodelay(true).unwrap();
             let mut add = Vec::new();
             let ledger = LEDGER_SLOW + i64::try_from(index).unwrap();
-            protocol::encode_add_request(&mut add, 0, &KEY, &body(ledger, 0));
+            wire::client::encode_add_request(&mut add, 0, &KEY, &body(ledger, 0));
             (stream, add)
         })
         .collect();
@@ -198,7 +198,7 @@ fn deaf_writer(address: SocketAddr, stop: &AtomicBool) -> u64 {
         .unwrap();
     let mut frames = Vec::new();
     for entry in 0..64 {
-        protocol::encode_add_request(&mut frames, 0, &KEY, &body(LEDGER_DEAF, entry));
+        wire::client::encode_add_request(&mut frames, 0, &KEY, &body(LEDGER_DEAF, entry));
     }
     let mut sent = 0u64;
     let mut entry = 64i64;
@@ -210,7 +210,7 @@ fn deaf_writer(address: SocketAddr, stop: &AtomicBool) -> u64 {
         }
         frames.clear();
         for _ in 0..64 {
-            protocol::encode_add_request(&mut frames, 0, &KEY, &body(LEDGER_DEAF, entry));
+            wire::client::encode_add_request(&mut frames, 0, &KEY, &body(LEDGER_DEAF, entry));
             entry += 1;
         }
     }

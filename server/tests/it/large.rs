@@ -3,7 +3,7 @@
 //! over the limit closes the connection.
 
 use crate::support::{uring_available, Reply, Server, TestDir, KEY};
-use server::protocol::{self, code, FRAME_SIZE_MAX_DEFAULT};
+use wire::{code, FRAME_SIZE_MAX_DEFAULT};
 
 const LEDGER: i64 = 5_150_000;
 
@@ -12,7 +12,7 @@ fn large_body(entry: i64, size: usize) -> Vec<u8> {
         .map(|i| u8::try_from((i * 7 + 3) % 256).unwrap())
         .collect();
     let mut out = Vec::new();
-    protocol::encode_entry_body_crc32c(&mut out, LEDGER, entry, entry - 1, 0, &payload);
+    wire::encode_entry_body_crc32c(&mut out, LEDGER, entry, entry - 1, 0, &payload);
     out
 }
 
@@ -27,7 +27,7 @@ fn large_entries_round_trip_and_oversized_frames_close() {
     let sizes = [3 * 1024 * 1024, 100, 2 * 1024 * 1024];
     for (entry, size) in (0..).zip(sizes) {
         let mut frame = Vec::new();
-        protocol::encode_add_request(&mut frame, 0, &KEY, &large_body(entry, size));
+        wire::client::encode_add_request(&mut frame, 0, &KEY, &large_body(entry, size));
         client.send(&frame);
         assert_eq!(
             client.recv(),

@@ -8,12 +8,12 @@
 //! CI or REQUIRE_URING, where they fail.
 
 use crate::support::{uring_available, Server, TestDir};
-use server::protocol::code;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
+use wire::code;
 use zookeeper_client::{Acls, Client, CreateMode, Stat};
 
 /// Session timeout of the bookies under test: ZooKeeper (tick 200 ms) expires a killed one

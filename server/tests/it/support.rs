@@ -1,6 +1,5 @@
 //! Test harness: a real `ringlog serve` process per test, and a blocking v2 client.
 
-use server::protocol::{self, DecodedResponse, MasterKey, Response};
 use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -8,11 +7,13 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use wire::client::{DecodedResponse, Response};
+use wire::MasterKey;
 
 /// Segments small enough that a fresh journal starts fast and tests roll over segments.
 pub const SEGMENT_SIZE_TEST: &str = "4194304";
 /// A master key for test ledgers.
-pub const KEY: MasterKey = protocol::MASTER_KEY_BENCH_PASSWORD;
+pub const KEY: MasterKey = wire::MASTER_KEY_BENCH_PASSWORD;
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 const IO_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -275,7 +276,7 @@ pub fn body(ledger: i64, entry: i64) -> Vec<u8> {
         .collect();
     let mut out = Vec::new();
     let length = i64::try_from(size).unwrap() * (entry + 1);
-    protocol::encode_entry_body_crc32c(&mut out, ledger, entry, entry - 1, length, &payload);
+    wire::encode_entry_body_crc32c(&mut out, ledger, entry, entry - 1, length, &payload);
     out
 }
 
@@ -310,13 +311,13 @@ impl Client {
     /// Sends an add; false if the connection is gone.
     pub fn try_send_add(&mut self, flags: u16, key: &MasterKey, ledger: i64, entry: i64) -> bool {
         let mut frame = Vec::new();
-        protocol::encode_add_request(&mut frame, flags, key, &body(ledger, entry));
+        wire::client::encode_add_request(&mut frame, flags, key, &body(ledger, entry));
         self.stream.write_all(&frame).is_ok()
     }
 
     pub fn send_read(&mut self, flags: u16, ledger: i64, entry: i64, key: Option<&MasterKey>) {
         let mut frame = Vec::new();
-        protocol::encode_read_request(&mut frame, flags, ledger, entry, key);
+        wire::client::encode_read_request(&mut frame, flags, ledger, entry, key);
         self.send(&frame);
     }
 
@@ -329,7 +330,7 @@ impl Client {
     /// The next response, or `None` once the connection is closed, reset or timed out.
     pub fn try_recv(&mut self) -> Option<Reply> {
         loop {
-            let decoded = protocol::decode_response(&self.received, u32::MAX).unwrap();
+            let decoded = wire::client::decode_response(&self.received, u32::MAX).unwrap();
             if let DecodedResponse::Frame {
                 response,
                 frame_size,
@@ -393,7 +394,7 @@ impl Client {
     ) -> (i32, Vec<Vec<u8>>) {
         let mut frame = Vec::new();
         let request_id = ledger ^ start;
-        protocol::encode_batch_read_request(
+        wire::client::encode_batch_read_request(
             &mut frame, 0, ledger, start, request_id, count, size, None,
         );
         self.send(&frame);

@@ -3,13 +3,14 @@
 
 use crate::support::{body, uring_available, Reply, Server, TestDir, KEY};
 use prost::Message;
-use server::protocol::v3::{self, proto, Operation, Status};
-use server::protocol::{self, code, DecodedResponse};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
+use wire::client::DecodedResponse;
+use wire::code;
+use wire::v3::{self, proto, Operation, Status};
 
-const KEY_OTHER: protocol::MasterKey = protocol::MASTER_KEY_EMPTY_PASSWORD;
+const KEY_OTHER: wire::MasterKey = wire::MASTER_KEY_EMPTY_PASSWORD;
 const IO_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A reply in either protocol.
@@ -74,7 +75,7 @@ impl V3Client {
                     return Some(AnyReply::V3(Box::new(response)));
                 }
                 if rest.first().is_some_and(|&byte| byte != 0x0A) {
-                    let decoded = protocol::decode_response(&self.received, u32::MAX).unwrap();
+                    let decoded = wire::client::decode_response(&self.received, u32::MAX).unwrap();
                     if let DecodedResponse::Frame {
                         response,
                         frame_size,
@@ -476,7 +477,7 @@ fn v3_bookie_info_list_auth_and_errors() {
     let response = client.call(&auth);
     assert_eq!(response.status, OK);
     let message = response.auth_response.unwrap();
-    assert_eq!(message.auth_plugin_name, v3::AUTH_DISABLED_PLUGIN_NAME);
+    assert_eq!(message.auth_plugin_name, wire::AUTH_DISABLED_PLUGIN_NAME);
     assert!(message.payload.is_empty());
     // START_TLS without TLS configured, unsupported operations and a missing sub-request:
     // EBADREQ with no sub-response.
@@ -527,12 +528,12 @@ fn v3_and_v2_frames_mix_on_one_connection() {
     let ledger = 7501;
     // Pipelined: v2 add, v3 add, v2 read, v3 read; each answered in its own protocol.
     let mut frame = Vec::new();
-    protocol::encode_add_request(&mut frame, 0, &KEY, &body(ledger, 0));
+    wire::client::encode_add_request(&mut frame, 0, &KEY, &body(ledger, 0));
     client.send_raw(&frame);
     let add = client.add_request(ledger, 1, &KEY, None);
     client.send(&add);
     let mut frame = Vec::new();
-    protocol::encode_read_request(&mut frame, 0, ledger, 1, None);
+    wire::client::encode_read_request(&mut frame, 0, ledger, 1, None);
     let read = client.read_request(ledger, 0);
     let mut replies = Vec::new();
     for _ in 0..2 {

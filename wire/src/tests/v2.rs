@@ -1,6 +1,12 @@
-//! Tests of the v2 codec: golden frames from the doc tables, round trips, errors and garbage.
+//! Tests of the v2 codec, both sides, and of the entry body: golden frames from the doc tables,
+//! round trips, errors and garbage.
 
-use super::*;
+use crate::client::{
+    decode_response, encode_add_request, encode_auth_request, encode_batch_read_request,
+    encode_read_request, BatchEntries, DecodedResponse, Response,
+};
+use crate::error::malformed;
+use crate::*;
 
 const MAX: u32 = FRAME_SIZE_MAX_DEFAULT;
 
@@ -811,6 +817,13 @@ fn entry_body_last_add_confirmed_needs_24_bytes() {
         Some(0x1011_1213_1415_1617)
     );
     assert_eq!(entry_body_last_add_confirmed(&[]), None);
+    // An explicit-LAC body holds its LAC right after the ledger id.
+    assert_eq!(explicit_lac_body_last_add_confirmed(&body[..15]), None);
+    assert_eq!(
+        explicit_lac_body_last_add_confirmed(&body[..16]),
+        Some(0x0809_0A0B_0C0D_0E0F)
+    );
+    assert_eq!(explicit_lac_body_last_add_confirmed(&[]), None);
 }
 
 /// SHA-1 (FIPS 180-4), test-only: the crate has no SHA-1 dependency, and the master key

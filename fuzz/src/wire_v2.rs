@@ -8,10 +8,10 @@
 //! - round trip: a decoded frame re-encoded with the `encode_*` functions decodes to the same
 //!   fields (for ADD requests with version 2, to the same bytes).
 
-use server::protocol::{
-    self, code, BatchEntries, DecodeError, Decoded, DecodedResponse, Opcode, Request, Response,
-    BATCH_READ_RESPONSE_FIXED_SIZE, BATCH_READ_RESPONSE_ITEM_PREFIX_SIZE, FRAME_SIZE_MAX_DEFAULT,
-    PROTOCOL_VERSION_CURRENT,
+use wire::client::{BatchEntries, DecodedResponse, Response};
+use wire::{
+    code, DecodeError, Decoded, Opcode, Request, BATCH_READ_RESPONSE_FIXED_SIZE,
+    BATCH_READ_RESPONSE_ITEM_PREFIX_SIZE, FRAME_SIZE_MAX_DEFAULT, PROTOCOL_VERSION_CURRENT,
 };
 
 const FRAME_SIZE_LIMIT: u32 = FRAME_SIZE_MAX_DEFAULT;
@@ -23,7 +23,7 @@ pub fn v2_request(data: &[u8]) {
     let mut rest = data;
     // Each pass consumes at least FRAME_SIZE_MIN bytes or returns: bounded by the input.
     for _ in 0..=data.len() / FRAME_SIZE_MIN {
-        let decoded = protocol::decode_request(rest, FRAME_SIZE_LIMIT);
+        let decoded = wire::decode_request(rest, FRAME_SIZE_LIMIT);
         let frame_size = match &decoded {
             Ok(Decoded::Frame { frame_size, .. }) => Some(*frame_size),
             Ok(Decoded::NeedMore) | Err(_) => None,
@@ -47,7 +47,7 @@ pub fn v2_request(data: &[u8]) {
 pub fn v2_response(data: &[u8]) {
     let mut rest = data;
     for _ in 0..=data.len() / FRAME_SIZE_MIN {
-        let decoded = protocol::decode_response(rest, FRAME_SIZE_LIMIT);
+        let decoded = wire::client::decode_response(rest, FRAME_SIZE_LIMIT);
         let frame_size = match &decoded {
             Ok(DecodedResponse::Frame { frame_size, .. }) => Some(*frame_size),
             Ok(DecodedResponse::NeedMore) | Err(_) => None,
@@ -86,7 +86,7 @@ fn request_prefixes_check(
 ) {
     let end = frame_size.unwrap_or(buf.len());
     for prefix_size in 0..end {
-        let prefix = protocol::decode_request(&buf[..prefix_size], FRAME_SIZE_LIMIT);
+        let prefix = wire::decode_request(&buf[..prefix_size], FRAME_SIZE_LIMIT);
         match (&prefix, full) {
             (Ok(Decoded::NeedMore), _) => {}
             (Err(error), Err(full_error)) if error == full_error => {}
@@ -102,7 +102,7 @@ fn response_prefixes_check(
 ) {
     let end = frame_size.unwrap_or(buf.len());
     for prefix_size in 0..end {
-        let prefix = protocol::decode_response(&buf[..prefix_size], FRAME_SIZE_LIMIT);
+        let prefix = wire::client::decode_response(&buf[..prefix_size], FRAME_SIZE_LIMIT);
         match (&prefix, full) {
             (Ok(DecodedResponse::NeedMore), _) => {}
             (Err(error), Err(full_error)) if error == full_error => {}
@@ -112,7 +112,7 @@ fn response_prefixes_check(
 }
 
 fn decode_one_request(frame: &[u8]) -> Request<'_> {
-    match protocol::decode_request(frame, FRAME_SIZE_LIMIT) {
+    match wire::decode_request(frame, FRAME_SIZE_LIMIT) {
         Ok(Decoded::Frame {
             request,
             frame_size,
@@ -129,7 +129,7 @@ fn decode_one_request(frame: &[u8]) -> Request<'_> {
 }
 
 fn decode_one_response(frame: &[u8]) -> Response<'_> {
-    match protocol::decode_response(frame, FRAME_SIZE_LIMIT) {
+    match wire::client::decode_response(frame, FRAME_SIZE_LIMIT) {
         Ok(DecodedResponse::Frame {
             response,
             frame_size,
@@ -157,7 +157,7 @@ fn request_round_trip_check(request: &Request<'_>, frame: &[u8]) {
             entry_id,
             body,
         } => {
-            protocol::encode_add_request(&mut out, header.flags, master_key, body);
+            wire::client::encode_add_request(&mut out, header.flags, master_key, body);
             let again = decode_one_request(&out);
             let Request::Add {
                 header: header_again,
@@ -190,7 +190,13 @@ fn request_round_trip_check(request: &Request<'_>, frame: &[u8]) {
             entry_id,
             master_key,
         } => {
-            protocol::encode_read_request(&mut out, header.flags, ledger_id, entry_id, master_key);
+            wire::client::encode_read_request(
+                &mut out,
+                header.flags,
+                ledger_id,
+                entry_id,
+                master_key,
+            );
             assert_eq!(&decode_one_request(&out), request);
         }
         Request::BatchRead {
@@ -202,7 +208,7 @@ fn request_round_trip_check(request: &Request<'_>, frame: &[u8]) {
             max_size,
             master_key,
         } => {
-            protocol::encode_batch_read_request(
+            wire::client::encode_batch_read_request(
                 &mut out,
                 header.flags,
                 ledger_id,
@@ -255,7 +261,7 @@ fn response_round_trip_check(response: &Response<'_>) {
             code,
             ledger_id,
             entry_id,
-        } => protocol::encode_add_response(&mut out, version, code, ledger_id, entry_id),
+        } => wire::encode_add_response(&mut out, version, code, ledger_id, entry_id),
         Response::Read {
             version,
             code,
@@ -267,7 +273,7 @@ fn response_round_trip_check(response: &Response<'_>) {
             if code != code::EOK && !body.is_empty() {
                 return;
             }
-            protocol::encode_read_response(&mut out, version, code, ledger_id, entry_id, body);
+            wire::encode_read_response(&mut out, version, code, ledger_id, entry_id, body);
         }
         Response::BatchRead {
             version,
@@ -283,7 +289,7 @@ fn response_round_trip_check(response: &Response<'_>) {
             if code != code::EOK && !bodies.is_empty() {
                 return;
             }
-            let frame_start = protocol::encode_batch_read_response_begin(
+            let frame_start = wire::encode_batch_read_response_begin(
                 &mut out,
                 version,
                 code,
@@ -292,9 +298,9 @@ fn response_round_trip_check(response: &Response<'_>) {
                 request_id,
             );
             for body in bodies {
-                protocol::encode_batch_read_response_push(&mut out, body);
+                wire::encode_batch_read_response_push(&mut out, body);
             }
-            protocol::encode_batch_read_response_finish(&mut out, frame_start);
+            wire::encode_batch_read_response_finish(&mut out, frame_start);
         }
         Response::Auth { .. } => return,
     }

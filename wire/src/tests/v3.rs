@@ -1,8 +1,14 @@
 //! Tests of the v3 codec: requests encoded by prost and read by the zero-copy reader,
 //! responses encoded here and decoded by prost with every required field checked.
 
-use super::*;
-use crate::protocol::{decode_any_request, AnyRequest, DecodedAny, FRAME_SIZE_MAX_DEFAULT};
+use crate::client::v3::{decode_add_response, encode_add_request, AddRequestFields};
+use crate::v3::*;
+use crate::{
+    decode_any_request, AnyRequest, DecodeError, DecodedAny, FRAME_SIZE_MAX_DEFAULT,
+    MASTER_KEY_SIZE,
+};
+use prost::encoding::{encode_key, encode_varint, WireType};
+use prost::Message;
 
 const KEY: [u8; 20] = [7; 20];
 
@@ -334,7 +340,7 @@ fn any_request_tells_v2_from_v3() {
     let mut buf = Vec::new();
     buf.extend_from_slice(&u32::try_from(v3.len()).unwrap().to_be_bytes());
     buf.extend_from_slice(&v3);
-    crate::protocol::encode_read_request(&mut buf, 0, 1, 2, None);
+    crate::client::encode_read_request(&mut buf, 0, 1, 2, None);
     let max = FRAME_SIZE_MAX_DEFAULT;
     let Ok(DecodedAny::Frame {
         request: AnyRequest::V3(first),
