@@ -69,8 +69,11 @@ pub fn run(args: &JournalArgs) -> Result<(), String> {
     if args.outstanding == 0 || args.outstanding > 1_000_000 {
         return Err("--outstanding must be between 1 and 1000000".into());
     }
-    if args.busy_poll_us > 10_000 {
-        return Err("--busy-poll-us must be at most 10000".into());
+    if args.busy_poll_us > engine::constants::BUSY_POLL_US_MAX {
+        return Err(format!(
+            "--busy-poll-us must be at most {}",
+            engine::constants::BUSY_POLL_US_MAX
+        ));
     }
     let dir = args
         .dir

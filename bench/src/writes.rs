@@ -392,7 +392,7 @@ impl Plan {
 
 /// Bounds of the flags that `Plan::new` does not derive anything from.
 /// Largest `--busy-poll-us`, as the server's.
-const BUSY_POLL_US_MAX: u64 = 10_000;
+use engine::constants::BUSY_POLL_US_MAX;
 
 fn check_flags(args: &WritesArgs, connection_count: usize) -> Result<(), String> {
     check(args.ledgers >= 1, "--ledgers must be at least 1")?;

@@ -87,6 +87,10 @@ const _: () = assert!(READ_BUFFER_SIZE % SECTOR_SIZE == 0);
 const _: () = assert!(COMMITS_IN_FLIGHT_DEFAULT <= COMMITS_IN_FLIGHT_MAX);
 const _: () = assert!(READ_CACHE_BUFFERS_DEFAULT <= READ_CACHE_BUFFERS_MAX);
 
+/// Largest busy-poll budget a caller of `Ring::busy_poll` may configure (`--busy-poll-us` of
+/// the server and of ringlog-bench): beyond a few milliseconds polling only burns CPU.
+pub const BUSY_POLL_US_MAX: u64 = 10_000;
+
 /// A busy-poll check (one `io_uring_enter`, one `sched_yield`) normally takes a few
 /// microseconds, and a kernel worker that the yield lets run (the `dio/<disk>` kworker that
 /// completes a RWF_DSYNC write, an io-wq worker) takes tens. A check that took longer than

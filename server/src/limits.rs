@@ -108,8 +108,8 @@ pub const LOOP_WAIT_MS_RETRY: u64 = 1;
 /// than a QD1 commit here (write + fdatasync, about 130-160 µs) plus a loopback round trip,
 /// so a lone writer's commit completion and next request both find the shard awake.
 pub const BUSY_POLL_US_DEFAULT: u64 = 200;
-/// Largest `--busy-poll-us`: beyond a few milliseconds polling only burns CPU.
-pub const BUSY_POLL_US_MAX: u64 = 10_000;
+/// Largest `--busy-poll-us` (the engine's bound, shared with ringlog-bench).
+pub use engine::constants::BUSY_POLL_US_MAX;
 /// Longest a shard polls, in one wait, for a disk operation in flight before it sleeps until
 /// the completion wakes it. A commit here takes 0.1-0.5 ms, so nearly all of them finish
 /// within the poll; a slower one pays a wake-up (about 20 µs) on top of more than a
