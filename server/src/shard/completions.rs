@@ -4,8 +4,9 @@ use super::{
     Shard, TAG_ACCEPT, TAG_CANCEL, TAG_CANCEL_LISTENER, TAG_EVENTFD, TAG_INDEX_MASK,
     TAG_KIND_SHIFT, TAG_RECV, TAG_SEND,
 };
-use crate::connection::{Client, Connection};
+use crate::connection::Connection;
 use crate::limits;
+use crate::request::client::Client;
 use engine::uring::{Completion, Socket};
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
@@ -17,14 +18,14 @@ impl Shard {
         for completion in completions.drain(..) {
             // First: the buffer is idle again before any handler looks at it.
             self.net.complete(&completion);
-            self.context.progress = true;
+            self.bookie.progress = true;
             let index = completion.tag() & TAG_INDEX_MASK;
             match completion.tag() >> TAG_KIND_SHIFT {
                 TAG_ACCEPT => self.on_accept(&completion),
                 TAG_RECV => self.on_recv(index, completion.result),
                 TAG_SEND => self.on_send(index, completion.result),
                 TAG_CANCEL => self.operation_done(index),
-                TAG_EVENTFD => self.eventfd_armed = completion.more(),
+                TAG_EVENTFD => self.listener.eventfd_armed = completion.more(),
                 TAG_CANCEL_LISTENER => {}
                 kind => unreachable!("unknown completion kind {kind}"),
             }
@@ -34,29 +35,29 @@ impl Shard {
 
     pub(super) fn on_accept(&mut self, completion: &Completion) {
         if !completion.more() {
-            self.accept_armed = false;
+            self.listener.accept_armed = false;
             if completion.result < 0 && completion.result != -libc::ECANCELED {
                 // E.g. EMFILE: re-arming at once would spin on the same error.
-                self.accept_retry_at =
+                self.listener.accept_retry_at =
                     Some(Instant::now() + Duration::from_millis(limits::LOOP_WAIT_MS_MAX));
             }
         }
         let Some(fd) = Socket::adopt_accepted(completion) else {
             if completion.result != -libc::ECANCELED {
-                self.context.stats.accept_errors += 1;
+                self.bookie.stats.accept_errors += 1;
             }
             return;
         };
-        let Some(index) = (!self.stopping)
-            .then(|| self.connections_free.pop())
+        let Some(index) = (!self.lifecycle.stopping)
+            .then(|| self.connections.free.pop())
             .flatten()
         else {
-            self.context.stats.connections_rejected += 1;
+            self.bookie.stats.connections_rejected += 1;
             return;
         };
         // Best effort: without it responses may wait for Nagle, but they still arrive.
         let _ = Socket::set_nodelay(fd.as_raw_fd());
-        let generation = self.generations[index as usize];
+        let generation = self.connections.generations[index as usize];
         let requests_max = self.config.requests_in_flight_max;
         let client = Client::new(generation, requests_max, limits::SEND_BUFFER_SIZE, false);
         let connection = Connection {
@@ -78,9 +79,9 @@ impl Shard {
             active_last: Instant::now(),
             received_at: Instant::now(),
         };
-        self.connections[index as usize] = Some(connection);
-        self.connections_active.push(index);
-        self.context.stats.connections_accepted += 1;
+        self.connections.slots[index as usize] = Some(connection);
+        self.connections.active.push(index);
+        self.bookie.stats.connections_accepted += 1;
     }
 
     pub(super) fn on_recv(&mut self, index: u32, result: i32) {
@@ -97,7 +98,7 @@ impl Shard {
                 // are a truncated frame: nothing of it was journalled.
                 if connection.recv_filled > 0 {
                     connection.closing = true;
-                    self.context.stats.connections_invalid += 1;
+                    self.bookie.stats.connections_invalid += 1;
                 }
             }
             Ok(count) => {
@@ -140,7 +141,7 @@ impl Shard {
     }
 
     pub(super) fn connection_mut(&mut self, index: u32) -> &mut Connection {
-        self.connections[index as usize]
+        self.connections.slots[index as usize]
             .as_mut()
             .expect("completions name live connections")
     }

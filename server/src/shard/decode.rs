@@ -1,12 +1,11 @@
 //! Decoding: complete frames of each connection and peer inbox go to request handling.
 
 use super::Shard;
-use crate::connection::{
-    connection_reference, request_handle, v3, Client, Connection, Context, Origin, Step,
-};
+use crate::connection::{connection_reference, Connection};
+use crate::request::{self, Origin, Step};
 use crate::router::CONNECTION_REFERENCE_SIZE;
 use engine::uring::NetBuffers;
-use wire::{AnyRequest, DecodedAny};
+use wire::DecodedAny;
 
 /// How a decode pass over one client's bytes ended.
 #[derive(Debug)]
@@ -23,9 +22,9 @@ enum DecodeEnd {
 
 impl Shard {
     pub(super) fn decode_all(&mut self) {
-        if !self.stopping {
-            for position in 0..self.connections_active.len() {
-                let index = self.connections_active[position];
+        if !self.lifecycle.stopping {
+            for position in 0..self.connections.active.len() {
+                let index = self.connections.active[position];
                 self.connection_decode(index);
             }
         }
@@ -36,7 +35,7 @@ impl Shard {
     }
 
     pub(super) fn connection_decode(&mut self, index: u32) {
-        let connection = self.connections[index as usize]
+        let connection = self.connections.slots[index as usize]
             .as_mut()
             .expect("active is live");
         if !connection.decode_wanted || connection.closing || connection.recv_armed {
@@ -49,7 +48,7 @@ impl Shard {
             client_index: index,
             reference,
         };
-        let frame_size_max = self.context.frame_size_max;
+        let frame_size_max = self.bookie.frame_size_max;
         let mut offset = 0;
         let mut frames = 0;
         let end = loop {
@@ -63,7 +62,7 @@ impl Shard {
                 }) => {
                     let frame = &bytes[offset..offset + frame_size];
                     let client = &mut connection.client;
-                    match request_any(&mut self.context, client, origin, request, frame) {
+                    match request::handle(&mut self.bookie, client, origin, request, frame) {
                         Step::Consumed => {
                             offset += frame_size;
                             frames += 1;
@@ -79,8 +78,8 @@ impl Shard {
             let waited = connection.received_at.elapsed();
             let waited_us = u64::try_from(waited.as_micros()).unwrap_or(u64::MAX);
             let frames = u64::try_from(frames).expect("usize fits u64");
-            self.context.stats.received_to_handled_us_total += waited_us.saturating_mul(frames);
-            self.context.stats.requests_handled += frames;
+            self.bookie.stats.received_to_handled_us_total += waited_us.saturating_mul(frames);
+            self.bookie.stats.requests_handled += frames;
         }
         if offset > 0 {
             // Adds were copied into the journal's staging buffer, so consumed bytes can go.
@@ -88,18 +87,18 @@ impl Shard {
                 .get_mut(connection.recv_buffer)
                 .copy_within(offset..filled, 0);
             connection.recv_filled -= offset;
-            self.context.progress = true;
+            self.bookie.progress = true;
         }
         match end {
             DecodeEnd::NeedMore => {
                 connection.decode_wanted = false;
                 recv_buffer_fit(&mut self.net, connection, frame_size_max);
             }
-            DecodeEnd::Cap => self.context.progress = true,
+            DecodeEnd::Cap => self.bookie.progress = true,
             DecodeEnd::Stall => {}
             DecodeEnd::Invalid => {
                 connection.closing = true;
-                self.context.stats.connections_invalid += 1;
+                self.bookie.stats.connections_invalid += 1;
             }
         }
     }
@@ -107,7 +106,7 @@ impl Shard {
     pub(super) fn peer_decode(&mut self, from: usize) {
         let peer = &mut self.peers[from];
         let client_index = u32::try_from(self.config.connections_max + from).expect("small");
-        let frame_size_max = self.context.frame_size_max;
+        let frame_size_max = self.bookie.frame_size_max;
         let mut frames = 0;
         while let Some(records) = peer.inbox.front() {
             if peer.inbox_offset == records.len() {
@@ -116,7 +115,7 @@ impl Shard {
                 continue;
             }
             if frames == self.config.frames_per_turn_max {
-                self.context.progress = true;
+                self.bookie.progress = true;
                 break;
             }
             let (reference, rest) = records[peer.inbox_offset..]
@@ -135,30 +134,16 @@ impl Shard {
                 unreachable!("a forwarded frame decodes")
             };
             let frame = &rest[..frame_size];
-            match request_any(&mut self.context, &mut peer.client, origin, request, frame) {
+            match request::handle(&mut self.bookie, &mut peer.client, origin, request, frame) {
                 Step::Consumed => {
                     peer.inbox_offset += CONNECTION_REFERENCE_SIZE + frame_size;
                     frames += 1;
-                    self.context.stats.forwarded_served += 1;
-                    self.context.progress = true;
+                    self.bookie.stats.forwarded_served += 1;
+                    self.bookie.progress = true;
                 }
                 Step::Stall => break,
             }
         }
-    }
-}
-
-/// Handles a request in the protocol it arrived in.
-fn request_any(
-    context: &mut Context,
-    client: &mut Client,
-    origin: Origin,
-    request: AnyRequest<'_>,
-    frame: &[u8],
-) -> Step {
-    match request {
-        AnyRequest::V2(request) => request_handle(context, client, origin, request, frame),
-        AnyRequest::V3(request) => v3::request_handle(context, client, origin, request, frame),
     }
 }
 

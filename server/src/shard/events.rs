@@ -2,9 +2,10 @@
 //! long polls and engine-busy reads are served again.
 
 use super::{client_find, Shard};
-use crate::connection::{
-    batch_advance, read_error_code, read_retry_push, read_start, respond_read, v3, PendingOp, Token,
-};
+use crate::request::batch::batch_advance;
+use crate::request::pending::{PendingOp, Token};
+use crate::request::read::{read_answer, read_error_code, read_retry_push, read_start};
+use crate::request::v3;
 use engine::{Event, ReadError};
 use std::time::Instant;
 use wire::code;
@@ -12,8 +13,8 @@ use wire::code;
 impl Shard {
     pub(super) fn events_handle(&mut self) {
         let mut events = std::mem::take(&mut self.events);
-        self.context.journal.events_swap(&mut events);
-        self.context.progress |= !events.is_empty();
+        self.bookie.journal.events_swap(&mut events);
+        self.bookie.progress |= !events.is_empty();
         // A durable entry or fence may move a LAC that parked long polls wait for.
         self.parked_check |= !events.is_empty();
         for event in events.drain(..) {
@@ -32,7 +33,7 @@ impl Shard {
         let token = Token::decode(token);
         let connections_max = self.config.connections_max;
         let Some(client) = client_find(
-            &mut self.connections,
+            &mut self.connections.slots,
             &mut self.peers,
             connections_max,
             token,
@@ -40,7 +41,7 @@ impl Shard {
             return;
         };
         let pending = client.pending(token.slot);
-        let context = &mut self.context;
+        let bookie = &mut self.bookie;
         let code = if durable { code::EOK } else { code::EIO };
         match pending.op {
             PendingOp::Add => {
@@ -57,12 +58,12 @@ impl Shard {
                 client.pending_remove(token.slot);
             }
             // The fence is durable: now read (protocol §5.2 step 4). A failed fence is EIO.
-            PendingOp::Fence if durable => read_start(context, client, token),
+            PendingOp::Fence if durable => read_start(bookie, client, token),
             PendingOp::Fence => {
-                respond_read(&context.journal, client, &pending, code::EIO, &[]);
+                read_answer(&bookie.journal, client, &pending, code::EIO, &[]);
                 client.pending_remove(token.slot);
             }
-            PendingOp::FenceBatch if durable => batch_advance(context, client, token),
+            PendingOp::FenceBatch if durable => batch_advance(bookie, client, token),
             PendingOp::FenceBatch => client.batch_finish(code::EIO),
             op => unreachable!("durable event for a pending {op:?}"),
         }
@@ -73,7 +74,7 @@ impl Shard {
         let token = Token::decode(token);
         let connections_max = self.config.connections_max;
         let Some(client) = client_find(
-            &mut self.connections,
+            &mut self.connections.slots,
             &mut self.peers,
             connections_max,
             token,
@@ -96,25 +97,25 @@ impl Shard {
     pub(super) fn parked_advance(&mut self) {
         let now = Instant::now();
         let deadline_passed = self
-            .context
+            .bookie
             .parked_deadline_next
             .is_some_and(|next| now >= next);
         let check = std::mem::take(&mut self.parked_check) || deadline_passed;
-        if self.context.parked.is_empty() {
-            self.context.parked_deadline_next = None;
+        if self.bookie.parked.is_empty() {
+            self.bookie.parked_deadline_next = None;
             return;
         }
         if !check {
             return;
         }
         let connections_max = self.config.connections_max;
-        let mut parked = std::mem::take(&mut self.context.parked);
+        let mut parked = std::mem::take(&mut self.bookie.parked);
         let mut position = 0;
         while position < parked.len() {
             let entry = parked[position];
             let token = Token::decode(entry.token);
             let client = client_find(
-                &mut self.connections,
+                &mut self.connections.slots,
                 &mut self.peers,
                 connections_max,
                 token,
@@ -125,32 +126,38 @@ impl Shard {
             };
             let pending = client.pending(token.slot);
             assert_eq!(pending.op, PendingOp::Parked);
-            if !v3::parked_due(&self.context, &entry, pending.ledger, now, self.stopping) {
+            if !v3::parked_due(
+                &self.bookie,
+                &entry,
+                pending.ledger,
+                now,
+                self.lifecycle.stopping,
+            ) {
                 position += 1;
                 continue;
             }
             parked.swap_remove(position);
-            self.context.progress = true;
-            v3::read_serve(&mut self.context, client, token);
+            self.bookie.progress = true;
+            v3::read_serve(&mut self.bookie, client, token);
         }
         assert!(
-            self.context.parked.is_empty(),
+            self.bookie.parked.is_empty(),
             "serving a read parks nothing"
         );
-        self.context.parked_deadline_next = parked.iter().map(|entry| entry.deadline).min();
-        self.context.parked = parked;
+        self.bookie.parked_deadline_next = parked.iter().map(|entry| entry.deadline).min();
+        self.bookie.parked = parked;
     }
 
     pub(super) fn on_read_done(&mut self, token_raw: u64, slot: engine::journal::ReadSlot) {
         let token = Token::decode(token_raw);
         let connections_max = self.config.connections_max;
         let client = client_find(
-            &mut self.connections,
+            &mut self.connections.slots,
             &mut self.peers,
             connections_max,
             token,
         );
-        let context = &mut self.context;
+        let bookie = &mut self.bookie;
         let mut after = None;
         if let Some(client) = client {
             let pending = client.pending(token.slot);
@@ -158,22 +165,22 @@ impl Shard {
                 pending.op,
                 PendingOp::ReadLacExplicit | PendingOp::ReadLacLast
             ) {
-                v3::read_lac_read_done(context, client, token, slot);
+                v3::read_lac_read_done(bookie, client, token, slot);
                 return;
             }
-            let result = context.journal.read_result(slot);
+            let result = bookie.journal.read_result(slot);
             after = match (pending.op, result) {
                 (PendingOp::Read, Err(ReadError::Busy)) => Some(PendingOp::ReadRetry),
                 (PendingOp::Batch, Err(ReadError::Busy)) => Some(PendingOp::BatchRetry),
                 (PendingOp::Read, Ok((_, body))) => {
-                    context.stats.reads += 1;
-                    respond_read(&context.journal, client, &pending, code::EOK, body);
+                    bookie.stats.reads += 1;
+                    read_answer(&bookie.journal, client, &pending, code::EOK, body);
                     client.pending_remove(token.slot);
                     None
                 }
                 (PendingOp::Read, Err(error)) => {
                     let code = read_error_code(error);
-                    respond_read(&context.journal, client, &pending, code, &[]);
+                    read_answer(&bookie.journal, client, &pending, code, &[]);
                     client.pending_remove(token.slot);
                     None
                 }
@@ -194,31 +201,31 @@ impl Shard {
             };
         }
         // The slot is released before the next read of a batch may need it.
-        context.journal.read_release(slot);
+        bookie.journal.read_release(slot);
         let Some(op) = after else { return };
         let client = client_find(
-            &mut self.connections,
+            &mut self.connections.slots,
             &mut self.peers,
             connections_max,
             token,
         )
         .expect("found above");
         match op {
-            PendingOp::Batch => batch_advance(context, client, token),
-            retry => read_retry_push(context, client, token, retry),
+            PendingOp::Batch => batch_advance(bookie, client, token),
+            retry => read_retry_push(bookie, client, token, retry),
         }
     }
 
     /// Restarts the reads that found every engine read slot busy (once each per turn).
     pub(super) fn read_retries_run(&mut self) {
         let connections_max = self.config.connections_max;
-        for _ in 0..self.context.read_retry.len() {
-            let Some(token) = self.context.read_retry.pop_front() else {
+        for _ in 0..self.bookie.read_retry.len() {
+            let Some(token) = self.bookie.read_retry.pop_front() else {
                 break;
             };
             let token = Token::decode(token);
             let Some(client) = client_find(
-                &mut self.connections,
+                &mut self.connections.slots,
                 &mut self.peers,
                 connections_max,
                 token,
@@ -226,10 +233,10 @@ impl Shard {
                 continue;
             };
             match client.pending(token.slot).op {
-                PendingOp::ReadRetry => read_start(&mut self.context, client, token),
-                PendingOp::BatchRetry => batch_advance(&mut self.context, client, token),
+                PendingOp::ReadRetry => read_start(&mut self.bookie, client, token),
+                PendingOp::BatchRetry => batch_advance(&mut self.bookie, client, token),
                 PendingOp::ReadLacExplicitRetry | PendingOp::ReadLacLastRetry => {
-                    v3::read_lac_advance(&mut self.context, client, token);
+                    v3::read_lac_advance(&mut self.bookie, client, token);
                 }
                 op => unreachable!("retry queued for a pending {op:?}"),
             }

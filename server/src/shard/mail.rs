@@ -15,7 +15,7 @@ impl Shard {
             let Ok(mail) = self.mailbox.try_recv() else {
                 break;
             };
-            self.context.progress = true;
+            self.bookie.progress = true;
             match mail {
                 Mail::Requests { from, records } => {
                     self.peers[usize::from(from)].inbox.push_back(records);
@@ -41,6 +41,7 @@ impl Shard {
             let (slot, generation) = connection_reference_split(u64::from_be_bytes(*reference));
             let connection = self
                 .connections
+                .slots
                 .get_mut(slot as usize)
                 .and_then(Option::as_mut);
             let Some(connection) = connection else {
@@ -61,14 +62,14 @@ impl Shard {
         let me = usize::from(self.id);
         for shard in (0..self.peers.len()).filter(|&shard| shard != me) {
             let to = ShardId::try_from(shard).expect("shard ids fit u16");
-            let requests = std::mem::take(&mut self.context.forward_out[shard]);
+            let requests = std::mem::take(&mut self.bookie.forward_out[shard]);
             if !requests.is_empty() {
                 let mail = Mail::Requests {
                     from: self.id,
                     records: requests,
                 };
                 if let Some(Mail::Requests { records, .. }) = self.mail_post(to, mail) {
-                    self.context.forward_out[shard] = records;
+                    self.bookie.forward_out[shard] = records;
                 }
             }
             let replies = std::mem::take(&mut self.peers[shard].client.out);
@@ -80,10 +81,10 @@ impl Shard {
                 }
             }
         }
-        for shard in 0..self.context.wake.len() {
-            if std::mem::take(&mut self.context.wake[shard]) {
+        for shard in 0..self.bookie.wake.len() {
+            if std::mem::take(&mut self.bookie.wake[shard]) {
                 let to = ShardId::try_from(shard).expect("shard ids fit u16");
-                if let Err(error) = self.context.router.wake(to) {
+                if let Err(error) = self.bookie.router.wake(to) {
                     eprintln!(
                         "ringlog: shard {}: cannot wake shard {shard}: {error}",
                         self.id
@@ -95,9 +96,9 @@ impl Shard {
 
     /// Posts a mail; gives it back if the mailbox is full (kept and retried next turn).
     pub(super) fn mail_post(&mut self, to: ShardId, mail: Mail) -> Option<Mail> {
-        match self.context.router.send(to, mail) {
+        match self.bookie.router.send(to, mail) {
             Ok(()) => {
-                self.context.wake[usize::from(to)] = true;
+                self.bookie.wake[usize::from(to)] = true;
                 None
             }
             Err(SendError::Full(mail)) => {

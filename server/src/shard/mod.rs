@@ -21,9 +21,12 @@ mod timeouts;
 pub use startup::shard_main;
 
 use crate::config::Config;
-use crate::connection::{Client, Connection, Context, Token};
+use crate::connection::Connection;
 use crate::limits;
 use crate::poll_pause::PollPause;
+use crate::request::client::Client;
+use crate::request::pending::Token;
+use crate::request::Bookie;
 use crate::router::{Mail, Router, ShardId};
 use crate::run_delay::RunDelay;
 use engine::uring::{Completion, NetBufferId, NetBuffers, PollEnd, Ring, Socket};
@@ -210,6 +213,7 @@ struct Peer {
     client: Client,
 }
 
+/// One shard's state, owned by its thread (see the module docs for the loop).
 struct Shard {
     id: ShardId,
     core: usize,
@@ -218,27 +222,80 @@ struct Shard {
     net: NetBuffers,
     completions: Vec<Completion>,
     events: Vec<Event>,
-    context: Context,
-    connections: Vec<Option<Connection>>,
-    connections_free: Vec<u32>,
-    connections_active: Vec<u32>,
-    generations: Vec<u32>,
+    /// What request handling may touch; apart from the connections so a handler can hold it
+    /// next to one client.
+    bookie: Bookie,
+    connections: ConnectionTable,
     peers: Vec<Peer>,
-    listener: Option<OwnedFd>,
+    listener: Listener,
+    mailbox: Receiver<Mail>,
+    mail_retry: bool,
+    lifecycle: Lifecycle,
+    polling: Polling,
+    tick_last: Instant,
+    /// The commit the stall watchdog last reported, until it completes.
+    stall_reported: Option<engine::CommitInFlight>,
+    /// The LAC may have moved or a deadline passed: scan the parked long polls this turn.
+    parked_check: bool,
+}
+
+/// The connection slots: a slot's index is the client index in tokens, and its generation
+/// tells a reused slot from the connection a late event was meant for.
+struct ConnectionTable {
+    /// A live connection per used slot (`connections_max` slots).
+    slots: Vec<Option<Connection>>,
+    /// Unused slots, taken by accepts.
+    free: Vec<u32>,
+    /// Used slots, in no order: the loop walks these.
+    active: Vec<u32>,
+    /// Per slot, bumped when the slot is freed.
+    generations: Vec<u32>,
+}
+
+impl ConnectionTable {
+    /// Every slot free; nothing grows later.
+    fn new(connections_max: usize) -> ConnectionTable {
+        ConnectionTable {
+            slots: (0..connections_max).map(|_| None).collect(),
+            free: (0..connections_max)
+                .rev()
+                .map(|index| u32::try_from(index).expect("connections_max fits u32"))
+                .collect(),
+            active: Vec::with_capacity(connections_max),
+            generations: vec![0; connections_max],
+        }
+    }
+}
+
+/// The listening socket and the two multishot reads that feed the loop: the accept, and the
+/// eventfd other shards write to wake this one.
+struct Listener {
+    /// The SO_REUSEPORT listener, once `run` has handed it over.
+    socket: Option<OwnedFd>,
     accept_armed: bool,
+    /// After an accept error (e.g. EMFILE): not re-armed before then.
     accept_retry_at: Option<Instant>,
     eventfd_buffer: NetBufferId,
     eventfd_armed: bool,
-    mailbox: Receiver<Mail>,
+}
+
+/// Where the shard is between start and exit.
+struct Lifecycle {
+    /// The listener (or an abort), from `run`.
     start: Receiver<Start>,
+    /// Set by SIGINT/SIGTERM.
     shutdown: &'static AtomicBool,
+    /// No more accepts or reads: finish what is in flight.
     stopping: bool,
+    /// Nothing of this shard's is in flight (last value told to the router).
     drained: bool,
     poison_reported: bool,
     /// The read-only state last printed (disk full), so each transition is printed once.
     read_only_reported: bool,
-    mail_retry: bool,
-    tick_last: Instant,
+}
+
+/// Whether a wait polls the ring or sleeps.
+struct Polling {
     /// When the loop last did work: the shard polls instead of sleeping until
     /// `config.busy_poll` after it.
     progress_last: Instant,
@@ -246,20 +303,16 @@ struct Shard {
     poll_pause: PollPause,
     /// This thread's scheduler run delay: grows when another thread takes turns on its core.
     run_delay: RunDelay,
-    /// The commit the stall watchdog last reported, until it completes.
-    stall_reported: Option<engine::CommitInFlight>,
-    /// The LAC may have moved or a deadline passed: scan the parked long polls this turn.
-    parked_check: bool,
 }
 impl Shard {
     /// The loop; returns when every shard is stopped and drained.
     fn run(mut self) -> ShardReport {
         let switches_start = Socket::thread_context_switches();
         loop {
-            self.context.progress = false;
-            self.context.stats.turns += 1;
+            self.bookie.progress = false;
+            self.bookie.stats.turns += 1;
             self.reap();
-            self.context.journal.poll();
+            self.bookie.journal.poll();
             self.events_handle();
             self.parked_advance();
             self.poison_check();
@@ -274,16 +327,16 @@ impl Shard {
             self.arm_all();
             // Submits this turn's commit (if a commit slot is free), drives segment
             // preparation, and hands every queued SQE to the kernel in one io_uring_enter.
-            self.context.journal.submit();
-            if self.context.journal.is_poisoned() {
+            self.bookie.journal.submit();
+            if self.bookie.journal.is_poisoned() {
                 // A poisoned journal's submit no longer flushes the ring; the answers must go.
                 self.ring_submit();
             }
-            if self.stopping && self.drain_check() {
+            if self.lifecycle.stopping && self.drain_check() {
                 break;
             }
-            if self.context.progress {
-                self.progress_last = Instant::now();
+            if self.bookie.progress {
+                self.polling.progress_last = Instant::now();
             } else {
                 self.wait();
             }
@@ -292,15 +345,15 @@ impl Shard {
         ShardReport {
             id: self.id,
             core: self.core,
-            stats: self.context.stats.clone(),
-            journal: self.context.journal.stats().clone(),
+            stats: self.bookie.stats.clone(),
+            journal: self.bookie.journal.stats().clone(),
             context_switches_voluntary: switches_end.0.saturating_sub(switches_start.0),
             context_switches_involuntary: switches_end.1.saturating_sub(switches_start.1),
         }
     }
 
     fn wait(&mut self) {
-        self.context.stats.waits += 1;
+        self.bookie.stats.waits += 1;
         let wait_ms = if self.mail_retry {
             limits::LOOP_WAIT_MS_RETRY
         } else {
@@ -308,7 +361,7 @@ impl Shard {
         };
         let mut wait = Duration::from_millis(wait_ms);
         // Wake for the earliest long-poll deadline (at least 1 ms, so the loop cannot spin).
-        if let Some(next) = self.context.parked_deadline_next {
+        if let Some(next) = self.bookie.parked_deadline_next {
             let until = next.saturating_duration_since(Instant::now());
             wait = wait.min(until.max(Duration::from_millis(1)));
         }
@@ -322,23 +375,24 @@ impl Shard {
         // sleeper when its completion arrives, while a poller waits out the other's slices.
         let busy_poll = self.config.busy_poll;
         let now = Instant::now();
-        let budget = if !self.context.journal.is_idle() {
+        let budget = if !self.bookie.journal.is_idle() {
             Duration::from_micros(limits::BUSY_POLL_IN_FLIGHT_US_MAX)
         } else {
-            busy_poll.saturating_sub(now.saturating_duration_since(self.progress_last))
+            busy_poll.saturating_sub(now.saturating_duration_since(self.polling.progress_last))
         }
         .min(wait);
         if !busy_poll.is_zero()
             && self
+                .polling
                 .run_delay
                 .grew_by_more_than(limits::RUN_DELAY_US_CONTENDED * 1000)
         {
-            self.context.stats.polls_paused_run_delay += 1;
-            self.poll_pause.contended(now);
+            self.bookie.stats.polls_paused_run_delay += 1;
+            self.polling.poll_pause.contended(now);
         }
-        let paused = self.poll_pause.is_paused(now);
-        if !busy_poll.is_zero() && !budget.is_zero() && !self.stopping && !paused {
-            self.context.stats.busy_polls += 1;
+        let paused = self.polling.poll_pause.is_paused(now);
+        if !busy_poll.is_zero() && !budget.is_zero() && !self.lifecycle.stopping && !paused {
+            self.bookie.stats.busy_polls += 1;
             let result = self.ring.borrow_mut().busy_poll(budget);
             match result {
                 Ok(PollEnd::Ready) => return,
@@ -346,20 +400,20 @@ impl Shard {
                 Ok(PollEnd::Expired) if budget == wait => return,
                 Ok(PollEnd::Expired) => {}
                 Ok(PollEnd::Descheduled) => {
-                    self.context.stats.polls_descheduled += 1;
-                    self.poll_pause.contended(Instant::now());
+                    self.bookie.stats.polls_descheduled += 1;
+                    self.polling.poll_pause.contended(Instant::now());
                 }
                 Err(error) => {
                     eprintln!(
                         "ringlog: shard {}: io_uring poll failed: {error}; stopping",
                         self.id
                     );
-                    self.context.router.poison();
+                    self.bookie.router.poison();
                     return;
                 }
             }
         }
-        self.context.stats.sleeps += 1;
+        self.bookie.stats.sleeps += 1;
         let result = self.ring.borrow_mut().submit_and_wait_timeout(wait);
         if let Err(error) = result {
             // The ring is this shard's only way to the disk and the network.
@@ -367,7 +421,7 @@ impl Shard {
                 "ringlog: shard {}: io_uring wait failed: {error}; stopping",
                 self.id
             );
-            self.context.router.poison();
+            self.bookie.router.poison();
         }
     }
 
@@ -381,17 +435,17 @@ impl Shard {
     }
 
     fn poison_check(&mut self) {
-        let journal = &self.context.journal;
+        let journal = &self.bookie.journal;
         let read_only = journal.is_read_only() || journal.is_poisoned();
-        self.context.router.read_only_set(self.id, read_only);
-        if self.context.journal.is_poisoned() && !self.poison_reported {
-            self.poison_reported = true;
+        self.bookie.router.read_only_set(self.id, read_only);
+        if self.bookie.journal.is_poisoned() && !self.lifecycle.poison_reported {
+            self.lifecycle.poison_reported = true;
             eprintln!(
                 "ringlog: shard {}: journal poisoned (a write or fdatasync failed): pending adds \
                  get EIO, nothing more is acknowledged; exiting with status 2",
                 self.id
             );
-            self.context.router.poison();
+            self.bookie.router.poison();
         }
     }
 }

@@ -9,9 +9,9 @@ impl Shard {
     /// One send per connection per turn: the bytes left by a short send, or the next chunk of
     /// the connection's responses.
     pub(super) fn sends_submit(&mut self) {
-        for position in 0..self.connections_active.len() {
-            let index = self.connections_active[position];
-            let connection = self.connections[index as usize]
+        for position in 0..self.connections.active.len() {
+            let index = self.connections.active[position];
+            let connection = self.connections.slots[index as usize]
                 .as_mut()
                 .expect("active is live");
             if !connection.wants_send() {
@@ -50,7 +50,7 @@ impl Shard {
                     connection.operations_in_flight += 1;
                 }
                 // The queue was full even after an early submit: retry next turn.
-                Err(engine::disk::SubmitError::QueueFull) => self.context.progress = true,
+                Err(engine::disk::SubmitError::QueueFull) => self.bookie.progress = true,
                 Err(engine::disk::SubmitError::Io(_)) => connection.closing = true,
             }
         }
@@ -60,15 +60,15 @@ impl Shard {
     /// slots whose operations have all completed.
     pub(super) fn closes_advance(&mut self) {
         let mut position = 0;
-        while position < self.connections_active.len() {
-            let index = self.connections_active[position];
-            let connection = self.connections[index as usize]
+        while position < self.connections.active.len() {
+            let index = self.connections.active[position];
+            let connection = self.connections.slots[index as usize]
                 .as_mut()
                 .expect("active is live");
             let flushed = connection.client.is_idle()
                 && !connection.send_armed
                 && connection.send_offset == connection.send_length;
-            if flushed && (connection.eof || self.stopping) {
+            if flushed && (connection.eof || self.lifecycle.stopping) {
                 connection.closing = true;
             }
             if !connection.closing {
@@ -76,7 +76,7 @@ impl Shard {
                 continue;
             }
             if connection.operations_in_flight == 0 {
-                self.connections_active.swap_remove(position);
+                self.connections.active.swap_remove(position);
                 self.connection_free(index);
                 continue;
             }
@@ -87,7 +87,7 @@ impl Shard {
                         connection.cancel_submitted = true;
                         connection.operations_in_flight += 1;
                     }
-                    Err(_) => self.context.progress = true,
+                    Err(_) => self.bookie.progress = true,
                 }
             }
             position += 1;
@@ -96,23 +96,23 @@ impl Shard {
 
     /// Frees a closed connection's slot; the fd closes here, after its last completion.
     pub(super) fn connection_free(&mut self, index: u32) {
-        let connection = self.connections[index as usize]
+        let connection = self.connections.slots[index as usize]
             .take()
             .expect("live connection");
         assert_eq!(connection.operations_in_flight, 0);
         self.net.release(connection.recv_buffer);
         self.net.release(connection.send_buffer);
-        let generation = &mut self.generations[index as usize];
+        let generation = &mut self.connections.generations[index as usize];
         *generation = generation.wrapping_add(1);
-        self.connections_free.push(index);
+        self.connections.free.push(index);
         drop(connection);
     }
 
     /// Arms recvs where the caps allow, and the accept and eventfd reads if they ended.
     pub(super) fn arm_all(&mut self) {
-        if !self.stopping {
-            for position in 0..self.connections_active.len() {
-                let index = self.connections_active[position];
+        if !self.lifecycle.stopping {
+            for position in 0..self.connections.active.len() {
+                let index = self.connections.active[position];
                 self.recv_arm(index);
             }
             self.accept_arm();
@@ -121,7 +121,7 @@ impl Shard {
     }
 
     pub(super) fn recv_arm(&mut self, index: u32) {
-        let connection = self.connections[index as usize]
+        let connection = self.connections.slots[index as usize]
             .as_mut()
             .expect("active is live");
         if !connection.wants_recv(self.net.size(connection.recv_buffer)) {
@@ -141,16 +141,21 @@ impl Shard {
                 connection.recv_armed = true;
                 connection.operations_in_flight += 1;
             }
-            Err(engine::disk::SubmitError::QueueFull) => self.context.progress = true,
+            Err(engine::disk::SubmitError::QueueFull) => self.bookie.progress = true,
             Err(engine::disk::SubmitError::Io(_)) => connection.closing = true,
         }
     }
 
     pub(super) fn accept_arm(&mut self) {
-        let Some(listener) = self.listener.as_ref() else {
+        let Some(listener) = self.listener.socket.as_ref() else {
             return;
         };
-        if self.accept_armed || self.accept_retry_at.is_some_and(|at| Instant::now() < at) {
+        if self.listener.accept_armed
+            || self
+                .listener
+                .accept_retry_at
+                .is_some_and(|at| Instant::now() < at)
+        {
             return;
         }
         let fd = listener.as_raw_fd();
@@ -160,25 +165,25 @@ impl Shard {
             .accept_multishot(tag(TAG_ACCEPT, 0), fd)
             .is_ok()
         {
-            self.accept_armed = true;
-            self.accept_retry_at = None;
+            self.listener.accept_armed = true;
+            self.listener.accept_retry_at = None;
         }
     }
 
     pub(super) fn eventfd_arm(&mut self) {
-        if self.eventfd_armed {
+        if self.listener.eventfd_armed {
             return;
         }
-        let eventfd = self.context.router.eventfd(self.id);
+        let eventfd = self.bookie.router.eventfd(self.id);
         let tag = tag(TAG_EVENTFD, 0);
-        let buffer = self.eventfd_buffer;
+        let buffer = self.listener.eventfd_buffer;
         if self
             .ring
             .borrow_mut()
             .read_eventfd(tag, eventfd, &mut self.net, buffer)
             .is_ok()
         {
-            self.eventfd_armed = true;
+            self.listener.eventfd_armed = true;
         }
     }
 }

@@ -1,10 +1,14 @@
 //! Startup: the shard thread's entry, opening the ring and journal, and arming the listener.
 
-use super::{Peer, Shard, ShardReport, ShardSetup, ShardStats, Start, StartError, Status};
+use super::{
+    ConnectionTable, Lifecycle, Listener, Peer, Polling, Shard, ShardReport, ShardSetup,
+    ShardStats, Start, StartError, Status,
+};
 use crate::config::Config;
-use crate::connection::{Client, Context};
 use crate::limits;
 use crate::poll_pause::PollPause;
+use crate::request::client::Client;
+use crate::request::Bookie;
 use crate::router::{Mail, OwnerCache, ShardId};
 use crate::run_delay::RunDelay;
 use engine::uring::{NetBuffers, Ring, Socket, UringDisk};
@@ -65,7 +69,7 @@ fn shard_start(setup: ShardSetup, status: &Sender<Status>) -> Option<Shard> {
         }
     };
     let _ = status.send(Status::Ready);
-    let listener = match shard.start.recv() {
+    let listener = match shard.lifecycle.start.recv() {
         Ok(Start::Listen(listener)) => listener,
         Ok(Start::Abort) | Err(_) => return None,
     };
@@ -129,7 +133,7 @@ impl Shard {
             owners.insert(ledger.0, owner);
         }
         let shards = router.shards();
-        let context = Context {
+        let bookie = Bookie {
             shard: id,
             journal,
             router,
@@ -145,7 +149,7 @@ impl Shard {
             progress: false,
         };
         Ok(Shard::assemble(
-            id, core, config, ring, context, mailbox, start, shutdown,
+            id, core, config, ring, bookie, mailbox, start, shutdown,
         ))
     }
 
@@ -156,7 +160,7 @@ impl Shard {
         core: usize,
         config: Arc<Config>,
         ring: Rc<RefCell<Ring>>,
-        context: Context,
+        bookie: Bookie,
         mailbox: Receiver<Mail>,
         start: Receiver<Start>,
         shutdown: &'static AtomicBool,
@@ -164,7 +168,7 @@ impl Shard {
         let connections_max = config.connections_max;
         let mut net = NetBuffers::new(2 * connections_max + 1);
         let eventfd_buffer = net.allocate(8);
-        let shards = context.router.shards();
+        let shards = bookie.router.shards();
         let peer_output = limits::SEND_BUFFER_SIZE;
         let peers = (0..shards)
             .map(|_| Peer {
@@ -184,32 +188,32 @@ impl Shard {
             net,
             completions: Vec::with_capacity(2 * engine::uring::RING_ENTRIES_DEFAULT as usize),
             events: Vec::with_capacity(events_capacity),
-            context,
-            connections: (0..connections_max).map(|_| None).collect(),
-            connections_free: (0..connections_max)
-                .rev()
-                .map(|index| u32::try_from(index).expect("connections_max fits u32"))
-                .collect(),
-            connections_active: Vec::with_capacity(connections_max),
-            generations: vec![0; connections_max],
+            bookie,
+            connections: ConnectionTable::new(connections_max),
             peers,
-            listener: None,
-            accept_armed: false,
-            accept_retry_at: None,
-            eventfd_buffer,
-            eventfd_armed: false,
+            listener: Listener {
+                socket: None,
+                accept_armed: false,
+                accept_retry_at: None,
+                eventfd_buffer,
+                eventfd_armed: false,
+            },
             mailbox,
-            start,
-            shutdown,
-            stopping: false,
-            drained: false,
-            poison_reported: false,
-            read_only_reported: false,
             mail_retry: false,
+            lifecycle: Lifecycle {
+                start,
+                shutdown,
+                stopping: false,
+                drained: false,
+                poison_reported: false,
+                read_only_reported: false,
+            },
+            polling: Polling {
+                progress_last: Instant::now(),
+                poll_pause: PollPause::default(),
+                run_delay: RunDelay::for_current_thread(),
+            },
             tick_last: Instant::now(),
-            progress_last: Instant::now(),
-            poll_pause: PollPause::default(),
-            run_delay: RunDelay::for_current_thread(),
             stall_reported: None,
             parked_check: false,
             config,
@@ -220,15 +224,15 @@ impl Shard {
     pub(super) fn listen(&mut self, listener: OwnedFd) -> Result<(), StartError> {
         let address = Socket::local_address(listener.as_raw_fd())
             .map_err(|error| StartError::Listen(error.to_string()))?;
-        self.listener = Some(listener);
+        self.listener.socket = Some(listener);
         self.accept_arm();
         self.eventfd_arm();
-        if !self.accept_armed || !self.eventfd_armed {
+        if !self.listener.accept_armed || !self.listener.eventfd_armed {
             return Err(StartError::Listen(
                 "the ring refused the accept or eventfd read".into(),
             ));
         }
-        let stats = self.context.journal.stats();
+        let stats = self.bookie.journal.stats();
         println!(
             "shard {}: core {}, journal {} ({} ledgers, {} torn tail truncated), listening on {}",
             self.id,
@@ -237,7 +241,7 @@ impl Shard {
                 .data_dir
                 .join(format!("shard-{}", self.id))
                 .display(),
-            self.context.journal.index().ledger_count(),
+            self.bookie.journal.index().ledger_count(),
             stats.torn_tail_truncations,
             address
         );

@@ -20,8 +20,8 @@ impl Shard {
         // Long-poll deadlines are checked at this granularity.
         self.parked_check = true;
         let timeout = self.config.idle_timeout;
-        for &index in &self.connections_active {
-            let connection = self.connections[index as usize]
+        for &index in &self.connections.active {
+            let connection = self.connections.slots[index as usize]
                 .as_mut()
                 .expect("active is live");
             // A partial frame does not keep a connection alive (slowloris): only traffic does.
@@ -32,7 +32,7 @@ impl Shard {
             let silent = now.duration_since(connection.active_last) > timeout;
             if (quiet || connection.send_armed) && silent && !connection.closing {
                 connection.closing = true;
-                self.context.stats.connections_idle += 1;
+                self.bookie.stats.connections_idle += 1;
             }
         }
     }
@@ -44,7 +44,7 @@ impl Shard {
         let Some(threshold) = self.config.commit_stall else {
             return;
         };
-        let oldest = self.context.journal.commit_oldest_in_flight();
+        let oldest = self.bookie.journal.commit_oldest_in_flight();
         if let Some(reported) = self.stall_reported {
             let same = oldest.is_some_and(|commit| {
                 (commit.segment, commit.position) == (reported.segment, reported.position)
@@ -76,7 +76,7 @@ impl Shard {
             return;
         }
         self.stall_reported = Some(commit);
-        self.context.stats.commits_stalled += 1;
+        self.bookie.stats.commits_stalled += 1;
         eprintln!(
             "ringlog: shard {}: commit stalled: in flight for {} ms (watchdog at {} ms): {}; \
              segment {} position {}, {} bytes, {} records; io_uring operations in flight (disk and network): {}",
@@ -96,12 +96,12 @@ impl Shard {
     /// Retried every tick, so the shard is writable again within one tick of space returning;
     /// both transitions are printed for the operator.
     pub(super) fn read_only_check(&mut self) {
-        let read_only = self.context.journal.is_read_only();
+        let read_only = self.bookie.journal.is_read_only();
         if read_only {
-            self.context.journal.segment_retry_now();
+            self.bookie.journal.segment_retry_now();
         }
-        if read_only != self.read_only_reported {
-            self.read_only_reported = read_only;
+        if read_only != self.lifecycle.read_only_reported {
+            self.lifecycle.read_only_reported = read_only;
             if read_only {
                 eprintln!(
                     "ringlog: shard {}: read-only: cannot create a journal segment (disk full?); \
@@ -118,19 +118,19 @@ impl Shard {
     /// On SIGINT/SIGTERM or a stop from another shard: stop accepting and reading requests;
     /// what is in flight is finished and answered, then connections close.
     pub(super) fn stop_check(&mut self) {
-        if self.stopping {
+        if self.lifecycle.stopping {
             return;
         }
-        if self.shutdown.load(Ordering::SeqCst) {
-            self.context.router.stop();
+        if self.lifecycle.shutdown.load(Ordering::SeqCst) {
+            self.bookie.router.stop();
         }
-        if !self.context.router.is_stopping() {
+        if !self.bookie.router.is_stopping() {
             return;
         }
-        self.stopping = true;
-        self.context.progress = true;
-        if let Some(listener) = self.listener.as_ref() {
-            if self.accept_armed {
+        self.lifecycle.stopping = true;
+        self.bookie.progress = true;
+        if let Some(listener) = self.listener.socket.as_ref() {
+            if self.listener.accept_armed {
                 let fd = listener.as_raw_fd();
                 // If this fails the accept stays armed until the ring is dropped at exit.
                 let _ = self
@@ -139,8 +139,8 @@ impl Shard {
                     .cancel_fd(tag(TAG_CANCEL_LISTENER, 0), fd);
             }
         }
-        for &index in &self.connections_active {
-            let connection = self.connections[index as usize]
+        for &index in &self.connections.active {
+            let connection = self.connections.slots[index as usize]
                 .as_mut()
                 .expect("active is live");
             // Requests not yet decoded were never acknowledged; they are dropped.
@@ -154,15 +154,15 @@ impl Shard {
             .peers
             .iter()
             .all(|peer| peer.inbox.is_empty() && peer.client.is_idle());
-        let drained = self.connections_active.is_empty()
+        let drained = self.connections.active.is_empty()
             && peers_idle
-            && self.context.forward_out.iter().all(Vec::is_empty)
-            && self.context.read_retry.is_empty()
-            && self.context.journal.is_idle();
-        if drained != self.drained {
-            self.drained = drained;
-            self.context.router.drained_set(drained);
+            && self.bookie.forward_out.iter().all(Vec::is_empty)
+            && self.bookie.read_retry.is_empty()
+            && self.bookie.journal.is_idle();
+        if drained != self.lifecycle.drained {
+            self.lifecycle.drained = drained;
+            self.bookie.router.drained_set(drained);
         }
-        drained && self.context.router.all_drained()
+        drained && self.bookie.router.all_drained()
     }
 }
