@@ -12,6 +12,7 @@ mod connection;
 pub mod limits;
 mod poll_pause;
 pub mod registration;
+mod request;
 pub mod router;
 mod run_delay;
 mod shard;

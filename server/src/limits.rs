@@ -21,7 +21,7 @@ pub const FRAME_SIZE_MAX_LIMIT: u32 = 64 * 1024 * 1024;
 /// Connections per shard. Default 4096, the global cap reliability.md suggests; beyond it a new
 /// connection is closed right after accept.
 pub const CONNECTIONS_MAX_DEFAULT: usize = 4096;
-/// Connection slots are 20-bit fields of journal tokens (see `connection::Token`).
+/// Connection slots are 20-bit fields of journal tokens (see `request::pending::Token`).
 pub const CONNECTIONS_MAX_LIMIT: usize = 65_536;
 
 /// Requests in flight per connection (pending journal work plus requests forwarded to other

@@ -17,10 +17,12 @@
 //! - A long poll waits at most `LONG_POLL_TIMEOUT_MS_MAX`, and is answered at once when
 //!   `PARKED_READS_MAX` polls are parked already.
 
-use super::{
-    add_error_code, add_stage, forward, read_begin, read_error_code, read_retry_push, read_start,
-    respond_read, token_new, Client, Context, Origin, Pending, PendingOp, PendingV3, Step, Token,
-};
+use super::add::{add_error_code, add_stage};
+use super::client::Client;
+use super::forward::forward;
+use super::pending::{token_new, Pending, PendingOp, PendingV3, Token};
+use super::read::{read_answer, read_begin, read_error_code, read_retry_queue, read_start};
+use super::{Bookie, Origin, Step};
 use crate::limits;
 use engine::{AddError, LedgerId, ReadError, ReadOutcome, ReadTarget};
 use std::time::{Duration, Instant};
@@ -29,7 +31,7 @@ use wire::v3::{self as wire_v3, proto, Body, Status};
 
 /// A parked long-poll read (protocol §5.4).
 #[derive(Clone, Copy, Debug)]
-pub struct Parked {
+pub struct LongPoll {
     /// The pending read's token.
     pub token: u64,
     /// When it is served anyway.
@@ -38,18 +40,9 @@ pub struct Parked {
     pub previous_lac: i64,
 }
 
-/// Milliseconds since the Unix epoch, for `lacUpdateTimestamp`.
-#[must_use]
-pub fn timestamp_ms() -> i64 {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
-    now.map_or(0, |since| {
-        i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
-    })
-}
-
 /// Handles one decoded v3 request of `client`. `frame` is its raw bytes, for forwarding.
-pub fn request_handle(
-    context: &mut Context,
+pub fn handle(
+    bookie: &mut Bookie,
     client: &mut Client,
     origin: Origin,
     request: wire_v3::Request<'_>,
@@ -64,30 +57,30 @@ pub fn request_handle(
         return Step::Consumed;
     }
     match request.body {
-        Body::Add(add) => add_handle(context, client, origin, &request, add, frame),
-        Body::Read(read) => read_handle(context, client, origin, &request, read, frame),
-        Body::WriteLac(write) => write_lac_handle(context, client, origin, &request, write, frame),
+        Body::Add(add) => add_handle(bookie, client, origin, &request, add, frame),
+        Body::Read(read) => read_handle(bookie, client, origin, &request, read, frame),
+        Body::WriteLac(write) => write_lac_handle(bookie, client, origin, &request, write, frame),
         Body::ReadLac { ledger_id } => {
-            if let Some(step) = forward(context, client, origin, ledger_id, false, frame) {
+            if let Some(step) = forward(bookie, client, origin, ledger_id, false, frame) {
                 return step;
             }
-            read_lac_begin(context, client, origin, &request, ledger_id)
+            read_lac_begin(bookie, client, origin, &request, ledger_id)
         }
         Body::ForceLedger { ledger_id } => {
-            if let Some(step) = forward(context, client, origin, ledger_id, false, frame) {
+            if let Some(step) = forward(bookie, client, origin, ledger_id, false, frame) {
                 return step;
             }
-            force_handle(context, client, origin, &request, ledger_id)
+            force_handle(bookie, client, origin, &request, ledger_id)
         }
         Body::ListOfEntries { ledger_id } => {
-            if let Some(step) = forward(context, client, origin, ledger_id, false, frame) {
+            if let Some(step) = forward(bookie, client, origin, ledger_id, false, frame) {
                 return step;
             }
-            list_of_entries(context, client, origin, &request, ledger_id);
+            list_of_entries(bookie, client, origin, &request, ledger_id);
             Step::Consumed
         }
         Body::GetBookieInfo { requested } => {
-            bookie_info(context, client, origin, &request, requested);
+            bookie_info(bookie, client, origin, &request, requested);
             Step::Consumed
         }
         Body::Auth => {
@@ -124,7 +117,7 @@ fn pending_v3(op: PendingOp, ledger: i64, entry: i64, origin: Origin, v3: Pendin
 }
 
 fn add_handle(
-    context: &mut Context,
+    bookie: &mut Bookie,
     client: &mut Client,
     origin: Origin,
     request: &wire_v3::Request<'_>,
@@ -147,7 +140,7 @@ fn add_handle(
         client.respond_v3_status(reply_to, request, Status::Ebadreq);
         return Step::Consumed;
     }
-    if let Some(step) = forward(context, client, origin, add.ledger_id, true, frame) {
+    if let Some(step) = forward(bookie, client, origin, add.ledger_id, true, frame) {
         return step;
     }
     let op = if add.write_flags & wire_v3::WRITE_FLAG_DEFERRED_SYNC != 0 {
@@ -162,12 +155,12 @@ fn add_handle(
     let pending = pending_v3(op, add.ledger_id, add.entry_id, origin, v3);
     let recovery = add.flag == Some(wire_v3::ADD_FLAG_RECOVERY_ADD);
     add_stage(
-        context, client, origin, pending, master_key, add.body, recovery,
+        bookie, client, origin, pending, master_key, add.body, recovery,
     )
 }
 
 fn read_handle(
-    context: &mut Context,
+    bookie: &mut Bookie,
     client: &mut Client,
     origin: Origin,
     request: &wire_v3::Request<'_>,
@@ -191,7 +184,7 @@ fn read_handle(
         client.respond_v3_status(reply_to, request, Status::Ebadreq);
         return Step::Consumed;
     }
-    if let Some(step) = forward(context, client, origin, read.ledger_id, fence, frame) {
+    if let Some(step) = forward(bookie, client, origin, read.ledger_id, fence, frame) {
         return step;
     }
     let v3 = PendingV3 {
@@ -200,7 +193,7 @@ fn read_handle(
     };
     let pending = pending_v3(PendingOp::Read, read.ledger_id, read.entry_id, origin, v3);
     if fence {
-        return read_begin(context, client, origin, pending, master_key);
+        return read_begin(bookie, client, origin, pending, master_key);
     }
     let long_poll = read.previous_lac.zip(read.time_out);
     let Some(slot) = client.pending_insert(pending) else {
@@ -209,9 +202,9 @@ fn read_handle(
     let token = token_new(client, origin, slot);
     match long_poll {
         Some((previous_lac, time_out)) => {
-            long_poll_begin(context, client, token, previous_lac, time_out)
+            long_poll_begin(bookie, client, token, previous_lac, time_out)
         }
-        None => read_serve(context, client, token),
+        None => read_serve(bookie, client, token),
     }
     Step::Consumed
 }
@@ -219,39 +212,39 @@ fn read_handle(
 /// Parks a long poll while the LAC has not passed `previous_lac`; serves it otherwise, or
 /// when the parked list is full (an immediate answer is a valid one: the poll timed out).
 fn long_poll_begin(
-    context: &mut Context,
+    bookie: &mut Bookie,
     client: &mut Client,
     token: Token,
     previous_lac: i64,
     time_out_ms: i64,
 ) {
     let pending = client.pending(token.slot);
-    let Some(ledger) = context.journal.ledger(LedgerId(pending.ledger)) else {
-        respond_read(&context.journal, client, &pending, code::ENOLEDGER, &[]);
+    let Some(ledger) = bookie.journal.ledger(LedgerId(pending.ledger)) else {
+        read_answer(&bookie.journal, client, &pending, code::ENOLEDGER, &[]);
         client.pending_remove(token.slot);
         return;
     };
     let passed = ledger.last_add_confirmed > previous_lac || ledger.fenced;
-    if passed || context.parked.len() >= limits::PARKED_READS_MAX {
-        read_serve(context, client, token);
+    if passed || bookie.parked.len() >= limits::PARKED_READS_MAX {
+        read_serve(bookie, client, token);
         return;
     }
     let time_out_ms = u64::try_from(time_out_ms.max(0)).expect("non-negative");
     let time_out = Duration::from_millis(time_out_ms.min(limits::LONG_POLL_TIMEOUT_MS_MAX));
     assert!(
-        context.parked.len() < context.parked.capacity(),
+        bookie.parked.len() < bookie.parked.capacity(),
         "parked is preallocated"
     );
     let deadline = Instant::now() + time_out;
-    context.parked.push(Parked {
+    bookie.parked.push(LongPoll {
         token: token.encode(),
         deadline,
         previous_lac,
     });
-    let next = context
+    let next = bookie
         .parked_deadline_next
         .map_or(deadline, |next| next.min(deadline));
-    context.parked_deadline_next = Some(next);
+    bookie.parked_deadline_next = Some(next);
     client.pending_op_set(token.slot, PendingOp::Parked);
 }
 
@@ -260,13 +253,13 @@ fn long_poll_begin(
 /// or the shard is stopping.
 #[must_use]
 pub fn parked_due(
-    context: &Context,
-    parked: &Parked,
+    bookie: &Bookie,
+    parked: &LongPoll,
     ledger: i64,
     now: Instant,
     stopping: bool,
 ) -> bool {
-    let state = context.journal.ledger(LedgerId(ledger));
+    let state = bookie.journal.ledger(LedgerId(ledger));
     let passed =
         state.is_none_or(|state| state.last_add_confirmed > parked.previous_lac || state.fenced);
     passed || now >= parked.deadline || stopping
@@ -275,34 +268,34 @@ pub fn parked_due(
 /// Serves a (plain, long-poll or piggyback) v3 read now. Piggyback (§5.4): if the LAC passed
 /// `previousLAC`, read `previousLAC + 1` and answer with that id; otherwise EOK with only
 /// `maxLAC`.
-pub fn read_serve(context: &mut Context, client: &mut Client, token: Token) {
+pub fn read_serve(bookie: &mut Bookie, client: &mut Client, token: Token) {
     let pending = client.pending(token.slot);
     let Some(previous_lac) = pending.v3.and_then(|v3| v3.piggyback) else {
-        read_start(context, client, token);
+        read_start(bookie, client, token);
         return;
     };
-    let lac = context
+    let lac = bookie
         .journal
         .ledger(LedgerId(pending.ledger))
         .map(|ledger| ledger.last_add_confirmed);
     match lac {
         None => {
-            respond_read(&context.journal, client, &pending, code::ENOLEDGER, &[]);
+            read_answer(&bookie.journal, client, &pending, code::ENOLEDGER, &[]);
             client.pending_remove(token.slot);
         }
         Some(lac) if lac > previous_lac => {
             client.pending_entry_set(token.slot, previous_lac + 1);
-            read_start(context, client, token);
+            read_start(bookie, client, token);
         }
         Some(_) => {
-            respond_read(&context.journal, client, &pending, code::EOK, &[]);
+            read_answer(&bookie.journal, client, &pending, code::EOK, &[]);
             client.pending_remove(token.slot);
         }
     }
 }
 
 fn write_lac_handle(
-    context: &mut Context,
+    bookie: &mut Bookie,
     client: &mut Client,
     origin: Origin,
     request: &wire_v3::Request<'_>,
@@ -313,7 +306,7 @@ fn write_lac_handle(
         client.respond_v3_status(origin.reference, request, Status::Eua);
         return Step::Consumed;
     };
-    if let Some(step) = forward(context, client, origin, write.ledger_id, true, frame) {
+    if let Some(step) = forward(bookie, client, origin, write.ledger_id, true, frame) {
         return step;
     }
     let v3 = PendingV3 {
@@ -326,7 +319,7 @@ fn write_lac_handle(
     };
     let token = token_new(client, origin, slot).encode();
     let ledger = LedgerId(write.ledger_id);
-    match context
+    match bookie
         .journal
         .write_lac(token, ledger, master_key, write.body)
     {
@@ -344,7 +337,7 @@ fn write_lac_handle(
 }
 
 fn force_handle(
-    context: &mut Context,
+    bookie: &mut Bookie,
     client: &mut Client,
     origin: Origin,
     request: &wire_v3::Request<'_>,
@@ -359,7 +352,7 @@ fn force_handle(
         return Step::Stall;
     };
     let token = token_new(client, origin, slot).encode();
-    match context.journal.force(token, LedgerId(ledger_id)) {
+    match bookie.journal.force(token, LedgerId(ledger_id)) {
         Ok(()) => Step::Consumed,
         Err(AddError::StagingFull) => {
             client.pending_remove(slot);
@@ -412,13 +405,13 @@ pub fn respond_durable(client: &mut Client, pending: &Pending, code: i32) {
 }
 
 fn bookie_info(
-    context: &Context,
+    bookie: &Bookie,
     client: &mut Client,
     origin: Origin,
     request: &wire_v3::Request<'_>,
     requested: i64,
 ) {
-    let Ok(space) = engine::uring::disk_space(&context.data_dir) else {
+    let Ok(space) = engine::uring::disk_space(&bookie.data_dir) else {
         client.respond_v3_status(origin.reference, request, Status::Eio);
         return;
     };
@@ -441,13 +434,13 @@ fn bookie_info(
 }
 
 fn list_of_entries(
-    context: &Context,
+    bookie: &Bookie,
     client: &mut Client,
     origin: Origin,
     request: &wire_v3::Request<'_>,
     ledger_id: i64,
 ) {
-    let Some(ledger) = context.journal.ledger(LedgerId(ledger_id)) else {
+    let Some(ledger) = bookie.journal.ledger(LedgerId(ledger_id)) else {
         client.respond_v3_status(origin.reference, request, Status::Enoledger);
         return;
     };
@@ -469,13 +462,13 @@ fn list_of_entries(
 // READ_LAC (§5.5): the explicit-LAC body, then the last entry's body; one per client at a time.
 
 fn read_lac_begin(
-    context: &mut Context,
+    bookie: &mut Bookie,
     client: &mut Client,
     origin: Origin,
     request: &wire_v3::Request<'_>,
     ledger_id: i64,
 ) -> Step {
-    if context.journal.ledger(LedgerId(ledger_id)).is_none() {
+    if bookie.journal.ledger(LedgerId(ledger_id)).is_none() {
         client.respond_v3_status(origin.reference, request, Status::Enoledger);
         return Step::Consumed;
     }
@@ -492,13 +485,13 @@ fn read_lac_begin(
     };
     client.read_lac = Some(slot);
     client.read_lac_found = false;
-    read_lac_advance(context, client, token_new(client, origin, slot));
+    read_lac_advance(bookie, client, token_new(client, origin, slot));
     Step::Consumed
 }
 
 /// Runs the READ_LAC's current phase: reads served from memory move on at once, a disk read
 /// waits for `ReadDone` (then [`read_lac_read_done`]).
-pub fn read_lac_advance(context: &mut Context, client: &mut Client, token: Token) {
+pub fn read_lac_advance(bookie: &mut Bookie, client: &mut Client, token: Token) {
     // Bounded: at most the two phases.
     loop {
         let pending = client.pending(token.slot);
@@ -512,7 +505,7 @@ pub fn read_lac_advance(context: &mut Context, client: &mut Client, token: Token
             ReadTarget::Last
         };
         let ledger = LedgerId(pending.ledger);
-        let result = match context.journal.read(token.encode(), ledger, target) {
+        let result = match bookie.journal.read(token.encode(), ledger, target) {
             Ok(ReadOutcome::Ready { body, .. }) => Ok(Some(body)),
             Ok(ReadOutcome::Pending) => {
                 let op = if explicit {
@@ -529,7 +522,7 @@ pub fn read_lac_advance(context: &mut Context, client: &mut Client, token: Token
                 } else {
                     PendingOp::ReadLacLastRetry
                 };
-                read_retry_push(context, client, token, op);
+                read_lac_retry(bookie, client, token, op);
                 return;
             }
             Err(ReadError::NoEntry) => Ok(None),
@@ -543,29 +536,37 @@ pub fn read_lac_advance(context: &mut Context, client: &mut Client, token: Token
 
 /// A READ_LAC disk read finished: take its result and go on.
 pub fn read_lac_read_done(
-    context: &mut Context,
+    bookie: &mut Bookie,
     client: &mut Client,
     token: Token,
     slot: engine::journal::ReadSlot,
 ) {
     let explicit = client.pending(token.slot).op == PendingOp::ReadLacExplicit;
-    let result = match context.journal.read_result(slot) {
+    let result = match bookie.journal.read_result(slot) {
         Ok((_, body)) => Ok(Some(body)),
         Err(ReadError::NoEntry) => Ok(None),
         Err(error) => Err(error),
     };
     let busy = matches!(result, Err(ReadError::Busy));
     let more = !busy && read_lac_step(client, token, explicit, result);
-    context.journal.read_release(slot);
+    bookie.journal.read_release(slot);
     if busy {
         let op = if explicit {
             PendingOp::ReadLacExplicitRetry
         } else {
             PendingOp::ReadLacLastRetry
         };
-        read_retry_push(context, client, token, op);
+        read_lac_retry(bookie, client, token, op);
     } else if more {
-        read_lac_advance(context, client, token);
+        read_lac_advance(bookie, client, token);
+    }
+}
+
+/// Queues the READ_LAC's current phase for the next turn, or answers ETOOMANYREQUESTS when
+/// the engine stays busy.
+fn read_lac_retry(bookie: &mut Bookie, client: &mut Client, token: Token, op: PendingOp) {
+    if !read_retry_queue(bookie, client, token, op) {
+        read_lac_finish(client, token, Status::Etoomanyrequests, None);
     }
 }
 

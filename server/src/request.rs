@@ -1,0 +1,93 @@
+//! Request handling, in one direction: the shard hands a decoded frame to [`handle`], which
+//! gives it to the handler of its protocol (`v2.rs`, `v3.rs`); both handlers use the shared
+//! parts (`client.rs`: pending table and output; `add.rs`, `read.rs`, `batch.rs`: journal
+//! operations and answers; `forward.rs`: forwarding to the owner shard) and never each
+//! other, and nothing here calls back into the shard. Journal events come back through the
+//! same shared parts, called by the shard.
+
+pub mod add;
+pub mod batch;
+pub mod client;
+pub mod forward;
+pub mod pending;
+pub mod read;
+pub mod v2;
+pub mod v3;
+
+use crate::router::{OwnerCache, Router, ShardId};
+use crate::shard::ShardStats;
+use client::Client;
+use engine::uring::UringDisk;
+use engine::Journal;
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Instant;
+use wire::AnyRequest;
+
+/// Handles a request in the protocol it arrived in.
+pub fn handle(
+    bookie: &mut Bookie,
+    client: &mut Client,
+    origin: Origin,
+    request: AnyRequest<'_>,
+    frame: &[u8],
+) -> Step {
+    match request {
+        AnyRequest::V2(request) => v2::handle(bookie, client, origin, request, frame),
+        AnyRequest::V3(request) => v3::handle(bookie, client, origin, request, frame),
+    }
+}
+
+/// The bookie side of one shard: what a request may act on besides its client. The
+/// journal, where ledgers live and how requests for other shards' ledgers leave
+/// (`router`, `owners`, `forward_out`, `wake`), the reads that wait (`read_retry`, `parked`),
+/// and the shard's counters. It is a part of `Shard` held apart from the connection table,
+/// so a handler can borrow it and one client mutably at once.
+pub struct Bookie {
+    /// This shard.
+    pub shard: ShardId,
+    /// This shard's journal (DATA_DIR/shard-K).
+    pub journal: Journal<UringDisk>,
+    /// Placement and mailboxes shared by all shards.
+    pub router: Arc<Router>,
+    /// This shard's lock-free copy of the placements it has looked up.
+    pub owners: OwnerCache,
+    /// Forwarded requests per destination shard, sent as one mail per turn.
+    pub forward_out: Vec<Vec<u8>>,
+    /// Shards that got mail this turn and must be woken.
+    pub wake: Vec<bool>,
+    /// Tokens of reads waiting for a free engine read slot.
+    pub read_retry: VecDeque<u64>,
+    /// v3 long-poll reads waiting for the LAC to advance (at most `PARKED_READS_MAX`).
+    pub parked: Vec<v3::LongPoll>,
+    /// The earliest deadline in `parked`: the loop sleeps no longer than until then.
+    pub parked_deadline_next: Option<Instant>,
+    /// The data directory (GET_BOOKIE_INFO reports its file system's capacity).
+    pub data_dir: std::path::PathBuf,
+    /// Largest request frame, length prefix included.
+    pub frame_size_max: u32,
+    /// The shard's counters.
+    pub stats: ShardStats,
+    /// Something happened this turn: do not sleep.
+    pub progress: bool,
+}
+
+/// Where a request came from: a connection slot (reference = its own cross-shard reference)
+/// or a peer (reference = the origin connection the response must reach).
+#[derive(Clone, Copy)]
+pub struct Origin {
+    /// The connection slot, or `connections_max + shard` for a peer.
+    pub client_index: u32,
+    /// A connection's own reference, or for a peer the origin connection's.
+    pub reference: u64,
+}
+
+/// The outcome of handling one frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// The frame is consumed (answered, staged, or forwarded).
+    Consumed,
+    /// No room now (staging, pending table, forward buffer): leave the frame and every later
+    /// one in the buffer and retry next turn.
+    Stall,
+}

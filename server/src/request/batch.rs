@@ -1,0 +1,133 @@
+//! Batch reads (BATCH_READ_ENTRY, protocol §2.7): one per client at a time, read entry by
+//! entry into the client's batch response until a count, size or read ends it.
+
+use super::add::add_error_code;
+use super::client::Client;
+use super::pending::{PendingOp, Token};
+use super::read::{read_error_code, read_retry_push, read_target};
+use super::{Bookie, Origin, Step};
+use crate::limits;
+use engine::{AddError, LedgerId, ReadError, ReadOutcome};
+use wire::code;
+
+/// The one batch read a client may have running (batch reads are rare and large, so one at
+/// a time bounds the memory they hold).
+#[derive(Clone, Copy, Debug)]
+pub struct Batch {
+    /// Its pending slot.
+    pub slot: u32,
+    /// The request's version.
+    pub version: u8,
+    /// The ledger.
+    pub ledger: i64,
+    /// The first entry id.
+    pub start_entry: i64,
+    /// The client's id for the reply.
+    pub request_id: i64,
+    /// Entries included so far.
+    pub count: usize,
+    /// Entries to include at most.
+    pub count_max: usize,
+    /// Response size so far, length prefix included (protocol §2.7).
+    pub size: usize,
+    /// `min(maxSize, BATCH_READ_BYTES_MAX)`.
+    pub size_limit: usize,
+    /// For a peer client: the origin connection.
+    pub reply_to: u64,
+}
+
+pub fn batch_new(
+    slot: u32,
+    version: u8,
+    ledger: i64,
+    start_entry: i64,
+    request_id: i64,
+    origin: Origin,
+) -> Batch {
+    Batch {
+        slot,
+        version,
+        ledger,
+        start_entry,
+        request_id,
+        count: 0,
+        count_max: limits::BATCH_READ_ENTRIES_MAX,
+        size: wire::BATCH_READ_RESPONSE_FIXED_SIZE,
+        size_limit: limits::BATCH_READ_BYTES_MAX,
+        reply_to: origin.reference,
+    }
+}
+
+/// `maxCount <= 0` means no count limit (BATCH_READ_ENTRIES_MAX still bounds the loop); the
+/// size limit is `min(maxSize, BATCH_READ_BYTES_MAX)` (protocol §2.7).
+pub fn batch_limits_set(batch: &mut Batch, max_count: i32, max_size: i64) {
+    if let Some(count) = usize::try_from(max_count).ok().filter(|&count| count > 0) {
+        batch.count_max = count.min(limits::BATCH_READ_ENTRIES_MAX);
+    }
+    let size_limit = usize::try_from(max_size.max(0)).unwrap_or(usize::MAX);
+    batch.size_limit = size_limit.min(limits::BATCH_READ_BYTES_MAX);
+}
+
+/// Stages the fence of a fencing batch read; the batch runs once it is durable.
+pub fn batch_fence(
+    bookie: &mut Bookie,
+    client: &mut Client,
+    token: Token,
+    master_key: &wire::MasterKey,
+) -> Step {
+    let batch = client.batch.expect("batch_read_handle started it");
+    match bookie
+        .journal
+        .fence(token.encode(), LedgerId(batch.ledger), master_key)
+    {
+        Ok(()) => Step::Consumed,
+        Err(AddError::StagingFull) => {
+            client.batch = None;
+            client.pending_remove(token.slot);
+            Step::Stall
+        }
+        Err(error) => {
+            client.batch_finish(add_error_code(error));
+            Step::Consumed
+        }
+    }
+}
+
+/// Reads the batch's next entries until one must come from disk, the batch is full, or a read
+/// fails (the first failure is the reply's code; a later one ends the batch with EOK).
+pub fn batch_advance(bookie: &mut Bookie, client: &mut Client, token: Token) {
+    // Bounded: every pass either adds an entry (at most count_max) or returns.
+    loop {
+        let batch = client.batch.expect("a batch is running");
+        let entry = i64::try_from(batch.count)
+            .ok()
+            .and_then(|n| batch.start_entry.checked_add(n));
+        let (Some(entry), true) = (entry, batch.count < batch.count_max) else {
+            client.batch_finish(code::EOK);
+            return;
+        };
+        match bookie
+            .journal
+            .read(token.encode(), LedgerId(batch.ledger), read_target(entry))
+        {
+            Ok(ReadOutcome::Ready { body, .. }) => {
+                if !client.batch_push(body) {
+                    client.batch_finish(code::EOK);
+                    return;
+                }
+            }
+            Ok(ReadOutcome::Pending) => {
+                client.pending_op_set(token.slot, PendingOp::Batch);
+                return;
+            }
+            Err(ReadError::Busy) => {
+                read_retry_push(bookie, client, token, PendingOp::BatchRetry);
+                return;
+            }
+            Err(error) => {
+                client.batch_finish(read_error_code(error));
+                return;
+            }
+        }
+    }
+}

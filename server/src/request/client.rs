@@ -1,0 +1,258 @@
+//! A `Client` is anything requests come from and responses go to: a TCP connection, or a peer
+//! shard that forwarded requests for ledgers this shard owns (its responses are prefixed with
+//! the connection reference they answer, see `router`). It holds the pending-request table,
+//! the encoded responses, and the one batch read and READ_LAC it may have running; all of it
+//! is allocated when the client is created, so the request path allocates nothing.
+
+use super::batch::Batch;
+use super::pending::{Pending, PendingOp};
+use wire::{code, v3 as wire_v3};
+
+/// The request side of a connection or peer; see the module docs.
+#[derive(Debug)]
+pub struct Client {
+    /// Incremented on reuse of a connection slot, so late events for a closed connection
+    /// are recognised and dropped.
+    pub generation: u32,
+    /// True for a peer shard: responses carry the connection reference they answer.
+    pub peer: bool,
+    pending: Vec<Pending>,
+    pending_free: Vec<u32>,
+    pending_max: usize,
+    /// Encoded responses not yet handed to a send.
+    pub out: Vec<u8>,
+    /// The running batch read, if any.
+    pub batch: Option<Batch>,
+    /// The running batch read's response under construction.
+    pub batch_out: Vec<u8>,
+    /// Requests forwarded to other shards and not yet answered.
+    pub forwarded_in_flight: usize,
+    /// The pending slot of the one v3 READ_LAC a client may have running.
+    pub read_lac: Option<u32>,
+    /// Its explicit-LAC body, once read (grows on first use; READ_LAC is rare).
+    pub read_lac_body: Vec<u8>,
+    /// The running READ_LAC found an explicit-LAC body (in `read_lac_body`).
+    pub read_lac_found: bool,
+}
+
+impl Client {
+    /// A client whose pending table holds `pending_max` requests; the table and the output
+    /// are allocated here, once.
+    #[must_use]
+    pub fn new(generation: u32, pending_max: usize, output_capacity: usize, peer: bool) -> Client {
+        assert!(pending_max >= 1);
+        assert!(pending_max <= crate::limits::REQUESTS_IN_FLIGHT_MAX_LIMIT);
+        Client {
+            generation,
+            peer,
+            pending: Vec::with_capacity(pending_max),
+            pending_free: Vec::with_capacity(pending_max),
+            pending_max,
+            out: Vec::with_capacity(output_capacity),
+            batch: None,
+            batch_out: Vec::new(),
+            forwarded_in_flight: 0,
+            read_lac: None,
+            read_lac_body: Vec::new(),
+            read_lac_found: false,
+        }
+    }
+
+    /// Requests accepted and not answered: pending here plus forwarded elsewhere.
+    #[must_use]
+    pub fn in_flight(&self) -> usize {
+        self.pending.len() - self.pending_free.len() + self.forwarded_in_flight
+    }
+
+    /// True when another request may be accepted.
+    #[must_use]
+    pub fn has_room(&self) -> bool {
+        self.in_flight() < self.pending_max
+            && self.out.len() < crate::limits::OUTPUT_BYTES_READ_PAUSE
+    }
+
+    /// True when nothing is in flight and nothing waits to be sent.
+    #[must_use]
+    pub fn is_idle(&self) -> bool {
+        self.in_flight() == 0 && self.out.is_empty() && self.batch.is_none()
+    }
+
+    /// Takes a free pending slot (the table never reallocates: its capacity is the cap).
+    pub fn pending_insert(&mut self, pending: Pending) -> Option<u32> {
+        if self.in_flight() >= self.pending_max {
+            return None;
+        }
+        if let Some(slot) = self.pending_free.pop() {
+            self.pending[slot as usize] = pending;
+            return Some(slot);
+        }
+        assert!(
+            self.pending.len() < self.pending.capacity(),
+            "pending table is preallocated"
+        );
+        self.pending.push(pending);
+        Some(u32::try_from(self.pending.len() - 1).expect("pending_max fits u32"))
+    }
+
+    /// A pending slot's request.
+    #[must_use]
+    pub fn pending(&self, slot: u32) -> Pending {
+        self.pending[slot as usize]
+    }
+
+    /// Changes the entry a pending read reads and answers with (piggyback).
+    pub fn pending_entry_set(&mut self, slot: u32, entry: i64) {
+        self.pending[slot as usize].entry = entry;
+    }
+
+    /// Changes what a pending slot waits for.
+    pub fn pending_op_set(&mut self, slot: u32, op: PendingOp) {
+        self.pending[slot as usize].op = op;
+    }
+
+    /// Counts one more engine-busy retry; returns the count.
+    pub fn pending_attempt(&mut self, slot: u32) -> u16 {
+        let pending = &mut self.pending[slot as usize];
+        pending.attempts = pending.attempts.saturating_add(1);
+        pending.attempts
+    }
+
+    /// Frees a pending slot once its response is encoded.
+    pub fn pending_remove(&mut self, slot: u32) {
+        assert!((slot as usize) < self.pending.len());
+        assert!(
+            self.pending_free.len() < self.pending.len(),
+            "double free of a pending slot"
+        );
+        self.pending_free.push(slot);
+    }
+
+    /// A peer's responses name the connection they answer.
+    fn reply_prefix(&mut self, reply_to: u64) {
+        if self.peer {
+            self.out.extend_from_slice(&reply_to.to_be_bytes());
+        }
+    }
+
+    /// Appends an ADD response.
+    pub fn respond_add(&mut self, reply_to: u64, version: u8, code: i32, ledger: i64, entry: i64) {
+        self.reply_prefix(reply_to);
+        wire::encode_add_response(&mut self.out, version, code, ledger, entry);
+    }
+
+    /// Appends the ADD response of a pending add in its protocol; `code` is a v2 code.
+    pub fn respond_add_pending(&mut self, pending: &Pending, code: i32) {
+        let (ledger, entry) = (pending.ledger, pending.entry);
+        match pending.v3 {
+            None => self.respond_add(pending.reply_to, pending.version, code, ledger, entry),
+            Some(v3) => {
+                self.reply_prefix(pending.reply_to);
+                let status = wire_v3::status_from_v2(code);
+                wire_v3::encode_add_response(&mut self.out, &v3.header, status, ledger, entry);
+            }
+        }
+    }
+
+    /// Appends a v3 response built by the caller.
+    pub fn respond_v3(&mut self, reply_to: u64, response: &wire_v3::proto::Response) {
+        self.reply_prefix(reply_to);
+        wire_v3::encode_response(&mut self.out, response);
+    }
+
+    /// Appends a v3 READ response.
+    pub fn respond_v3_read(
+        &mut self,
+        reply_to: u64,
+        header: &wire_v3::Header,
+        reply: &wire_v3::ReadReply<'_>,
+    ) {
+        self.reply_prefix(reply_to);
+        wire_v3::encode_read_response(&mut self.out, header, reply);
+    }
+
+    /// Appends the v3 response to `request` that carries only a status.
+    pub fn respond_v3_status(
+        &mut self,
+        reply_to: u64,
+        request: &wire_v3::Request<'_>,
+        status: wire_v3::Status,
+    ) {
+        self.reply_prefix(reply_to);
+        wire_v3::encode_status_response(&mut self.out, request, status as i32);
+    }
+
+    /// Appends a v2 READ response; `body` only with EOK. (Both protocols:
+    /// `read::read_answer`.)
+    pub fn respond_read_v2(&mut self, pending: &Pending, code: i32, body: &[u8]) {
+        self.reply_prefix(pending.reply_to);
+        let (version, ledger, entry) = (pending.version, pending.ledger, pending.entry);
+        wire::encode_read_response(&mut self.out, version, code, ledger, entry, body);
+    }
+
+    /// Appends the AUTH reply of a bookie with authentication disabled.
+    pub fn respond_auth(&mut self, reply_to: u64) {
+        self.reply_prefix(reply_to);
+        // Java answers AUTH in the current version whatever the request's (protocol §2.8).
+        wire::encode_auth_response(&mut self.out, wire::PROTOCOL_VERSION_CURRENT);
+    }
+
+    /// Appends a BATCH_READ response with an error code and no entries.
+    pub fn respond_batch_error(&mut self, batch: &Batch, code: i32) {
+        assert_ne!(code, code::EOK);
+        self.reply_prefix(batch.reply_to);
+        let start = wire::encode_batch_read_response_begin(
+            &mut self.out,
+            batch.version,
+            code,
+            batch.ledger,
+            batch.start_entry,
+            batch.request_id,
+        );
+        wire::encode_batch_read_response_finish(&mut self.out, start);
+    }
+
+    /// Starts the batch response in `batch_out`.
+    pub fn batch_response_begin(&mut self, batch: Batch) {
+        assert!(self.batch.is_none(), "one batch read per client at a time");
+        self.batch_out.clear();
+        let start = wire::encode_batch_read_response_begin(
+            &mut self.batch_out,
+            batch.version,
+            code::EOK,
+            batch.ledger,
+            batch.start_entry,
+            batch.request_id,
+        );
+        assert_eq!(start, 0);
+        self.batch = Some(batch);
+    }
+
+    /// Adds one entry to the running batch if §2.7's size rule admits it (the first entry
+    /// always). Returns false when the entry ends the batch instead.
+    pub fn batch_push(&mut self, body: &[u8]) -> bool {
+        let batch = self.batch.as_mut().expect("a batch is running");
+        let size = batch.size + wire::BATCH_READ_RESPONSE_ITEM_PREFIX_SIZE + body.len();
+        if batch.count > 0 && size > batch.size_limit {
+            return false;
+        }
+        batch.size = size;
+        batch.count += 1;
+        wire::encode_batch_read_response_push(&mut self.batch_out, body);
+        true
+    }
+
+    /// Ends the running batch: EOK with the entries so far, or `code` with none if no entry
+    /// was read. Frees its pending slot.
+    pub fn batch_finish(&mut self, code: i32) {
+        let batch = self.batch.take().expect("a batch is running");
+        if batch.count == 0 && code != code::EOK {
+            self.respond_batch_error(&batch, code);
+        } else {
+            wire::encode_batch_read_response_finish(&mut self.batch_out, 0);
+            self.reply_prefix(batch.reply_to);
+            self.out.extend_from_slice(&self.batch_out);
+        }
+        self.batch_out.clear();
+        self.pending_remove(batch.slot);
+    }
+}

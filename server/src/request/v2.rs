@@ -1,0 +1,177 @@
+//! What each v2 request does (protocol §2): ADD_ENTRY, READ_ENTRY (fencing too), AUTH and
+//! BATCH_READ_ENTRY, on the journal operations, pending table and read paths this module's
+//! siblings share with v3.
+
+use super::add::add_stage;
+use super::batch::{batch_advance, batch_fence, batch_limits_set, batch_new};
+use super::client::Client;
+use super::forward::forward;
+use super::pending::{token_new, Pending, PendingOp};
+use super::read::read_begin;
+use super::{Bookie, Origin, Step};
+use wire::{code, Request, FLAG_DO_FENCING, FLAG_RECOVERY_ADD};
+
+/// Handles one decoded request of `client`. `frame` is its raw bytes, for forwarding.
+pub fn handle(
+    bookie: &mut Bookie,
+    client: &mut Client,
+    origin: Origin,
+    request: Request<'_>,
+    frame: &[u8],
+) -> Step {
+    if !client.has_room() {
+        return Step::Stall;
+    }
+    let header = request.header();
+    if header.version > wire::PROTOCOL_VERSION_CURRENT {
+        respond_bad_version(client, origin, &request);
+        return Step::Consumed;
+    }
+    match request {
+        Request::Auth { .. } => {
+            client.respond_auth(origin.reference);
+            Step::Consumed
+        }
+        Request::Add {
+            header,
+            master_key,
+            ledger_id,
+            entry_id,
+            body,
+        } => {
+            if let Some(step) = forward(bookie, client, origin, ledger_id, true, frame) {
+                return step;
+            }
+            let pending = pending_new(PendingOp::Add, header.version, ledger_id, entry_id, origin);
+            let recovery = header.flags & FLAG_RECOVERY_ADD != 0;
+            add_stage(bookie, client, origin, pending, master_key, body, recovery)
+        }
+        Request::Read {
+            header,
+            ledger_id,
+            entry_id,
+            master_key,
+        } => {
+            let fencing = header.flags & FLAG_DO_FENCING != 0;
+            let pending = pending_new(PendingOp::Read, header.version, ledger_id, entry_id, origin);
+            if fencing && master_key.is_none() {
+                // Only pre-v2 frames can fence without a key (v2 requires it in the frame).
+                client.respond_read_v2(&pending, code::EUA, &[]);
+                return Step::Consumed;
+            }
+            if let Some(step) = forward(bookie, client, origin, ledger_id, fencing, frame) {
+                return step;
+            }
+            read_begin(bookie, client, origin, pending, master_key)
+        }
+        Request::BatchRead { .. } => batch_read_handle(bookie, client, origin, request, frame),
+    }
+}
+
+fn pending_new(op: PendingOp, version: u8, ledger: i64, entry: i64, origin: Origin) -> Pending {
+    Pending {
+        op,
+        version,
+        attempts: 0,
+        ledger,
+        entry,
+        reply_to: origin.reference,
+        v3: None,
+    }
+}
+
+/// Versions above 2 get EBADVERSION with the request's ids (`isVersionCompatible`).
+fn respond_bad_version(client: &mut Client, origin: Origin, request: &Request<'_>) {
+    let version = request.header().version;
+    let bad = code::EBADVERSION;
+    match *request {
+        Request::Add {
+            ledger_id,
+            entry_id,
+            ..
+        } => {
+            client.respond_add(origin.reference, version, bad, ledger_id, entry_id);
+        }
+        Request::Read {
+            ledger_id,
+            entry_id,
+            ..
+        } => {
+            let pending = pending_new(PendingOp::Read, version, ledger_id, entry_id, origin);
+            client.respond_read_v2(&pending, bad, &[]);
+        }
+        Request::BatchRead {
+            ledger_id,
+            start_entry_id,
+            request_id,
+            ..
+        } => {
+            let batch = batch_new(0, version, ledger_id, start_entry_id, request_id, origin);
+            client.respond_batch_error(&batch, bad);
+        }
+        // AUTH has no ids to answer with; it is answered like any AUTH.
+        Request::Auth { .. } => client.respond_auth(origin.reference),
+    }
+}
+
+/// BATCH_READ_ENTRY (protocol §2.7): one batch at a time per client.
+fn batch_read_handle(
+    bookie: &mut Bookie,
+    client: &mut Client,
+    origin: Origin,
+    request: Request<'_>,
+    frame: &[u8],
+) -> Step {
+    let Request::BatchRead {
+        header,
+        ledger_id,
+        start_entry_id,
+        request_id,
+        max_count,
+        max_size,
+        master_key,
+    } = request
+    else {
+        unreachable!("batch_read_handle takes batch reads")
+    };
+    let mut batch = batch_new(
+        0,
+        header.version,
+        ledger_id,
+        start_entry_id,
+        request_id,
+        origin,
+    );
+    let fencing = header.flags & FLAG_DO_FENCING != 0;
+    if fencing && master_key.is_none() {
+        client.respond_batch_error(&batch, code::EUA);
+        return Step::Consumed;
+    }
+    if let Some(step) = forward(bookie, client, origin, ledger_id, fencing, frame) {
+        return step;
+    }
+    if client.batch.is_some() {
+        return Step::Stall;
+    }
+    let op = if fencing {
+        PendingOp::FenceBatch
+    } else {
+        PendingOp::Batch
+    };
+    let pending = pending_new(op, header.version, ledger_id, start_entry_id, origin);
+    let Some(slot) = client.pending_insert(pending) else {
+        return Step::Stall;
+    };
+    batch.slot = slot;
+    batch_limits_set(&mut batch, max_count, max_size);
+    client.batch_response_begin(batch);
+    bookie.stats.reads += 1;
+    let token = token_new(client, origin, slot);
+    match master_key {
+        Some(master_key) => batch_fence(bookie, client, token, master_key),
+        None => {
+            batch_advance(bookie, client, token);
+            Step::Consumed
+        }
+    }
+}

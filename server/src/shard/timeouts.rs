@@ -1,0 +1,168 @@
+//! Timeouts and shutdown: the tick (idle connections, stall watchdog, read-only state), the
+//! stop and the drain.
+
+use super::{tag, Shard, TAG_CANCEL_LISTENER};
+use crate::limits;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+impl Shard {
+    /// Every 100 ms: close connections idle for longer than the idle timeout.
+    pub(super) fn tick(&mut self) {
+        let now = Instant::now();
+        if now.duration_since(self.tick_last) < Duration::from_millis(limits::LOOP_WAIT_MS_MAX) {
+            return;
+        }
+        self.tick_last = now;
+        self.read_only_check();
+        self.stall_check(now);
+        // Long-poll deadlines are checked at this granularity.
+        self.parked_check = true;
+        let timeout = self.config.idle_timeout;
+        for &index in &self.connections.active {
+            let connection = self.connections.slots[index as usize]
+                .as_mut()
+                .expect("active is live");
+            // A partial frame does not keep a connection alive (slowloris): only traffic does.
+            // Neither does a send the peer never reads (its window stays full, so the send
+            // never completes): after the timeout without traffic that connection goes too.
+            let quiet =
+                connection.client.is_idle() && connection.send_offset == connection.send_length;
+            let silent = now.duration_since(connection.active_last) > timeout;
+            if (quiet || connection.send_armed) && silent && !connection.closing {
+                connection.closing = true;
+                self.bookie.stats.connections_idle += 1;
+            }
+        }
+    }
+
+    /// The stall watchdog: a commit in flight for longer than `--commit-stall-ms` is logged
+    /// once, with the stage it waits in, and its completion is logged too. Nothing else
+    /// changes: a stalled commit is neither failed nor retried (the kernel still owns it).
+    pub(super) fn stall_check(&mut self, now: Instant) {
+        let Some(threshold) = self.config.commit_stall else {
+            return;
+        };
+        let oldest = self.bookie.journal.commit_oldest_in_flight();
+        if let Some(reported) = self.stall_reported {
+            let same = oldest.is_some_and(|commit| {
+                (commit.segment, commit.position) == (reported.segment, reported.position)
+            });
+            if same {
+                return;
+            }
+            self.stall_reported = None;
+            let waited = reported
+                .submitted_at
+                .map_or(Duration::ZERO, |at| now.saturating_duration_since(at));
+            eprintln!(
+                "ringlog: shard {}: stalled commit at segment {} position {} completed after \
+                 about {} ms",
+                self.id,
+                reported.segment.0,
+                reported.position,
+                waited.as_millis()
+            );
+        }
+        let Some(commit) = oldest else {
+            return;
+        };
+        let Some(submitted_at) = commit.submitted_at else {
+            return;
+        };
+        let age = now.saturating_duration_since(submitted_at);
+        if age < threshold {
+            return;
+        }
+        self.stall_reported = Some(commit);
+        self.bookie.stats.commits_stalled += 1;
+        eprintln!(
+            "ringlog: shard {}: commit stalled: in flight for {} ms (watchdog at {} ms): {}; \
+             segment {} position {}, {} bytes, {} records; io_uring operations in flight (disk and network): {}",
+            self.id,
+            age.as_millis(),
+            threshold.as_millis(),
+            commit.stage.describe(),
+            commit.segment.0,
+            commit.position,
+            commit.bytes,
+            commit.records,
+            self.ring.borrow().in_flight(),
+        );
+    }
+
+    /// Disk full: the journal refuses adds (EREADONLY) while it cannot create a segment.
+    /// Retried every tick, so the shard is writable again within one tick of space returning;
+    /// both transitions are printed for the operator.
+    pub(super) fn read_only_check(&mut self) {
+        let read_only = self.bookie.journal.is_read_only();
+        if read_only {
+            self.bookie.journal.segment_retry_now();
+        }
+        if read_only != self.lifecycle.read_only_reported {
+            self.lifecycle.read_only_reported = read_only;
+            if read_only {
+                eprintln!(
+                    "ringlog: shard {}: read-only: cannot create a journal segment (disk full?); \
+                     adds get EREADONLY, reads go on, creation is retried every {} ms",
+                    self.id,
+                    limits::LOOP_WAIT_MS_MAX
+                );
+            } else {
+                eprintln!("ringlog: shard {}: writable again", self.id);
+            }
+        }
+    }
+
+    /// On SIGINT/SIGTERM or a stop from another shard: stop accepting and reading requests;
+    /// what is in flight is finished and answered, then connections close.
+    pub(super) fn stop_check(&mut self) {
+        if self.lifecycle.stopping {
+            return;
+        }
+        if self.lifecycle.shutdown.load(Ordering::SeqCst) {
+            self.bookie.router.stop();
+        }
+        if !self.bookie.router.is_stopping() {
+            return;
+        }
+        self.lifecycle.stopping = true;
+        self.bookie.progress = true;
+        if let Some(listener) = self.listener.socket.as_ref() {
+            if self.listener.accept_armed {
+                let fd = listener.as_raw_fd();
+                // If this fails the accept stays armed until the ring is dropped at exit.
+                let _ = self
+                    .ring
+                    .borrow_mut()
+                    .cancel_fd(tag(TAG_CANCEL_LISTENER, 0), fd);
+            }
+        }
+        for &index in &self.connections.active {
+            let connection = self.connections.slots[index as usize]
+                .as_mut()
+                .expect("active is live");
+            // Requests not yet decoded were never acknowledged; they are dropped.
+            connection.decode_wanted = false;
+        }
+    }
+
+    /// True when this shard and every other one have nothing left in flight.
+    pub(super) fn drain_check(&mut self) -> bool {
+        let peers_idle = self
+            .peers
+            .iter()
+            .all(|peer| peer.inbox.is_empty() && peer.client.is_idle());
+        let drained = self.connections.active.is_empty()
+            && peers_idle
+            && self.bookie.forward_out.iter().all(Vec::is_empty)
+            && self.bookie.read_retry.is_empty()
+            && self.bookie.journal.is_idle();
+        if drained != self.lifecycle.drained {
+            self.lifecycle.drained = drained;
+            self.bookie.router.drained_set(drained);
+        }
+        drained && self.bookie.router.all_drained()
+    }
+}
