@@ -8,6 +8,15 @@ pub struct LedgerId(pub i64);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct EntryId(pub i64);
 
+/// Entry id of the ledger-key meta record (BookKeeper's METAENTRY_ID_LEDGER_KEY).
+pub const ENTRY_ID_LEDGER_KEY: EntryId = EntryId(-0x1000);
+/// Entry id of the fence meta record (METAENTRY_ID_FENCE_KEY).
+pub const ENTRY_ID_FENCE: EntryId = EntryId(-0x2000);
+/// Entry id of the force marker (METAENTRY_ID_FORCE_LEDGER).
+pub const ENTRY_ID_FORCE: EntryId = EntryId(-0x4000);
+/// Entry id of the explicit-LAC record (METAENTRY_ID_LEDGER_EXPLICITLAC).
+pub const ENTRY_ID_EXPLICIT_LAC: EntryId = EntryId(-0x8000);
+
 /// A journal segment file; ids increase by one and never repeat.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SegmentId(pub u32);

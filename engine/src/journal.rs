@@ -25,14 +25,7 @@ fn duration_us(duration: Duration) -> u64 {
     u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
 }
 
-/// Entry id of the ledger-key meta record (BookKeeper's METAENTRY_ID_LEDGER_KEY).
-pub const ENTRY_ID_LEDGER_KEY: EntryId = EntryId(-0x1000);
-/// Entry id of the fence meta record (METAENTRY_ID_FENCE_KEY).
-pub const ENTRY_ID_FENCE: EntryId = EntryId(-0x2000);
-/// Entry id of the force marker (METAENTRY_ID_FORCE_LEDGER).
-pub const ENTRY_ID_FORCE: EntryId = EntryId(-0x4000);
-/// Entry id of the explicit-LAC record (METAENTRY_ID_LEDGER_EXPLICITLAC).
-pub const ENTRY_ID_EXPLICIT_LAC: EntryId = EntryId(-0x8000);
+pub use crate::ids::{ENTRY_ID_EXPLICIT_LAC, ENTRY_ID_FENCE, ENTRY_ID_FORCE, ENTRY_ID_LEDGER_KEY};
 
 const TOKEN_COMMIT: u64 = 1 << 24;
 const TOKEN_READ: u64 = 2 << 24;
@@ -281,19 +274,6 @@ pub struct CommitInFlight {
     pub stage: CommitStage,
     /// When it was submitted (always set for a commit in flight).
     pub submitted_at: Option<Instant>,
-}
-
-/// State recovery hands to the journal.
-#[derive(Debug)]
-pub(crate) struct Recovered {
-    pub index: Index,
-    pub segment_active: SegmentId,
-    pub position_next: u64,
-    pub sequence_next: Sequence,
-    pub checksum_previous: u32,
-    pub spares: Vec<SegmentId>,
-    pub segment_id_max: SegmentId,
-    pub torn_tail_truncated: bool,
 }
 
 /// One shard's journal. See the module docs.

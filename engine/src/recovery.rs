@@ -18,7 +18,6 @@ use crate::disk::{BufferId, Disk};
 use crate::error::{CorruptReason, OpenError};
 use crate::ids::{Location, Position, SegmentId, Sequence};
 use crate::index::{Index, Slot};
-use crate::journal::Recovered;
 use crate::record::{self, RecordError, RecordHeader, RecordKind};
 use crate::stdx::{align_down_u64, align_up_u64, to_u64, to_usize};
 use std::io;
@@ -74,6 +73,20 @@ struct Scan {
     index: Index,
     sequence_next: Option<Sequence>,
     checksum_previous: u32,
+}
+
+/// What recovery hands to the journal: the rebuilt index, where appends resume, and the
+/// segments ready to follow the active one. The journal calls recovery, never the reverse.
+#[derive(Debug)]
+pub(crate) struct Recovered {
+    pub index: Index,
+    pub segment_active: SegmentId,
+    pub position_next: u64,
+    pub sequence_next: Sequence,
+    pub checksum_previous: u32,
+    pub spares: Vec<SegmentId>,
+    pub segment_id_max: SegmentId,
+    pub torn_tail_truncated: bool,
 }
 
 pub(crate) fn recover<D: Disk>(
@@ -276,9 +289,7 @@ fn next_record<D: Disk>(
 /// same bounds `Journal::add` enforces (so a checksummed but impossible record can neither
 /// trip an assertion nor make the index grow without bound).
 fn semantics_valid(index: &Index, header: &RecordHeader, payload: &[u8]) -> bool {
-    use crate::journal::{
-        ENTRY_ID_EXPLICIT_LAC, ENTRY_ID_FENCE, ENTRY_ID_FORCE, ENTRY_ID_LEDGER_KEY,
-    };
+    use crate::ids::{ENTRY_ID_EXPLICIT_LAC, ENTRY_ID_FENCE, ENTRY_ID_FORCE, ENTRY_ID_LEDGER_KEY};
     match header.kind {
         RecordKind::Entry => {
             let highest = index
