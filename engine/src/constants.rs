@@ -97,3 +97,21 @@ pub const BUSY_POLL_US_MAX: u64 = 10_000;
 /// this means another thread held the core for a time slice: a neighbour that needs the core,
 /// which a spinning thread only delays (docs/durability.md, "Busy polling and neighbours").
 pub const BUSY_POLL_GAP_US_MAX: u64 = 200;
+
+/// Zero-fill writes in flight while preparing a segment (8 x 1 MiB).
+pub const ZERO_WRITES_IN_FLIGHT_MAX: usize = 8;
+/// Zero-ahead keeps up to this many bytes past the write head of the active segment
+/// written with zeros (see `Journal::zero_ahead_drive`).
+pub const ZERO_AHEAD_WINDOW_MAX: u64 = 32 * 1024 * 1024;
+/// Zero-ahead writes chunks of `ZERO_CHUNK_SIZE`, or a sixteenth of a small segment (so
+/// the simulation's small segments exercise it too), and never starts one closer than one
+/// chunk to the write head, so a small staging commit does not run into the chunk in flight.
+pub const ZERO_AHEAD_CHUNKS_PER_SEGMENT_MIN: u64 = 16;
+
+// Preparation makes progress: at least one zero write is in flight.
+const _: () = assert!(ZERO_WRITES_IN_FLIGHT_MAX > 0);
+// The window holds whole sectors and at least one full chunk.
+const _: () = assert!(ZERO_AHEAD_WINDOW_MAX % SECTOR_SIZE as u64 == 0);
+const _: () = assert!(ZERO_AHEAD_WINDOW_MAX >= ZERO_CHUNK_SIZE as u64);
+// Even the smallest segment's zero-ahead chunk is at least one sector.
+const _: () = assert!(SEGMENT_SIZE_MIN / ZERO_AHEAD_CHUNKS_PER_SEGMENT_MIN >= SECTOR_SIZE as u64);

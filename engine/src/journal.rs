@@ -10,7 +10,8 @@
 use crate::config::{Config, SyncMode};
 use crate::constants::{
     BATCH_BYTES_MAX, BATCH_RECORDS_MAX, ENTRY_GAP_MAX, MASTER_KEY_SIZE, READ_BUFFER_SIZE,
-    RECORD_PAYLOAD_SIZE_MAX, SECTOR_SIZE, SEGMENT_HEADER_SIZE, ZERO_CHUNK_SIZE,
+    RECORD_PAYLOAD_SIZE_MAX, SECTOR_SIZE, SEGMENT_HEADER_SIZE, ZERO_AHEAD_CHUNKS_PER_SEGMENT_MIN,
+    ZERO_AHEAD_WINDOW_MAX, ZERO_CHUNK_SIZE, ZERO_WRITES_IN_FLIGHT_MAX,
 };
 use crate::disk::{BufferId, Disk, DiskCompletion, DiskOp, SubmitError, WriteSync};
 use crate::error::{AddError, OpenError, ReadError};
@@ -34,15 +35,6 @@ const TOKEN_ZERO_AHEAD: u64 = 4 << 24;
 const TOKEN_KIND_MASK: u64 = 0xFF << 24;
 /// How many `submit` calls pass between retries of segment creation while read-only.
 const SEGMENT_RETRY_INTERVAL_SUBMITS: u32 = 256;
-/// Zero-fill writes in flight while preparing a segment (8 x 1 MiB).
-const ZERO_WRITES_IN_FLIGHT_MAX: usize = 8;
-/// Zero-ahead keeps up to this many bytes past the write head of the active segment
-/// written with zeros (see `zero_ahead_drive`).
-const ZERO_AHEAD_WINDOW_MAX: u64 = 32 * 1024 * 1024;
-/// Zero-ahead writes chunks of `ZERO_CHUNK_SIZE`, or a sixteenth of a small segment (so
-/// the simulation's small segments exercise it too), and never starts one closer than one
-/// chunk to the write head, so a small staging commit does not run into the chunk in flight.
-const ZERO_AHEAD_CHUNKS_PER_SEGMENT_MIN: u64 = 16;
 
 /// How an add is acknowledged.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
