@@ -101,7 +101,7 @@ pub const BUSY_POLL_GAP_US_MAX: u64 = 200;
 /// Zero-fill writes in flight while preparing a segment (8 x 1 MiB).
 pub const ZERO_WRITES_IN_FLIGHT_MAX: usize = 8;
 /// Zero-ahead keeps up to this many bytes past the write head of the active segment
-/// written with zeros (see `Journal::zero_ahead_drive`).
+/// written with zeros (see `journal/zero_ahead.rs`).
 pub const ZERO_AHEAD_WINDOW_MAX: u64 = 32 * 1024 * 1024;
 /// Zero-ahead writes chunks of `ZERO_CHUNK_SIZE`, or a sixteenth of a small segment (so
 /// the simulation's small segments exercise it too), and never starts one closer than one

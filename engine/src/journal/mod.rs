@@ -1,0 +1,503 @@
+//! `Journal`: the API a shard uses. Stage adds, submit one commit, poll completions, read.
+//!
+//! Group commit: records staged between two `submit` calls go into one contiguous buffer that
+//! becomes one O_DIRECT write (with RWF_DSYNC, or linked to an fdatasync). Up to
+//! `commits_in_flight_max` commits run at once; while they do, new records keep accumulating
+//! in the staging buffer, so batches grow with load and no timer is needed. Commits are
+//! reported strictly in journal order: a commit's records are durable only when it and every
+//! earlier commit completed. Any failed or short write, or failed sync, poisons the journal.
+//!
+//! `Journal` composes four state machines, each with its own state in its own file:
+//!
+//! - `commit.rs`, `Commits`: staging, group commit, ordered completion, poisoning;
+//! - `reads.rs`, `Reads`: disk reads and the cache of durable commit buffers;
+//! - `segments.rs`, `Segments`: background preparation of the next segment, the spares, and
+//!   the read-only state while no segment can be created;
+//! - `zero_ahead.rs`, `ZeroAhead`: zeroing the active segment ahead of the write head.
+//!
+//! Each struct's fields are private to its file. What a state machine does with its own state
+//! is a method of its struct; what also needs the disk, the events, the counters or another
+//! state machine is passed those, or, for the commit pipeline, which touches the index, the
+//! read cache and the spares, is a method of `Journal` in `commit.rs`.
+//!
+//! This file holds the public API and the dispatch: `submit` drives the state machines in a
+//! fixed order, and `poll` hands each disk completion to the one its token names.
+
+mod commit;
+mod event;
+mod reads;
+mod segments;
+mod stats;
+mod zero_ahead;
+
+pub use self::commit::{CommitInFlight, CommitStage};
+pub use self::event::Event;
+pub use self::reads::{ReadOutcome, ReadSlot, ReadTarget};
+pub use self::stats::Stats;
+pub use crate::ids::{ENTRY_ID_EXPLICIT_LAC, ENTRY_ID_FENCE, ENTRY_ID_FORCE, ENTRY_ID_LEDGER_KEY};
+
+use self::commit::{Commits, Staged};
+use self::reads::{Expected, Reads};
+use self::segments::Segments;
+use self::zero_ahead::ZeroAhead;
+use crate::config::Config;
+use crate::constants::{
+    BATCH_BYTES_MAX, BATCH_RECORDS_MAX, ENTRY_GAP_MAX, MASTER_KEY_SIZE, READ_BUFFER_SIZE,
+    RECORD_PAYLOAD_SIZE_MAX, SECTOR_SIZE, SEGMENT_HEADER_SIZE,
+};
+use crate::disk::{BufferId, Disk, DiskCompletion};
+use crate::error::{AddError, OpenError, ReadError};
+use crate::ids::{EntryId, LedgerId};
+use crate::index::{Index, Ledger};
+use crate::record::{self, RecordKind};
+use crate::stdx::{align_up, to_u64, to_usize};
+
+// A disk token is the kind of operation (which state machine owns it) and the owner's slot.
+const TOKEN_COMMIT: u64 = 1 << 24;
+const TOKEN_READ: u64 = 2 << 24;
+const TOKEN_PREPARE: u64 = 3 << 24;
+const TOKEN_ZERO_AHEAD: u64 = 4 << 24;
+const TOKEN_KIND_MASK: u64 = 0xFF << 24;
+
+/// How an add is acknowledged.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AddOptions {
+    /// A recovery add: accepted on a fenced ledger (the key is still checked).
+    pub recovery: bool,
+    /// DEFERRED_SYNC: report `Written` after the write, before fdatasync.
+    pub deferred: bool,
+}
+
+/// One shard's journal. See the module docs.
+#[derive(Debug)]
+pub struct Journal<D: Disk> {
+    disk: D,
+    config: Config,
+    /// Every ledger's state and where each durable entry lives.
+    index: Index,
+    /// Staging, group commit, ordered completion, poisoning.
+    commits: Commits,
+    /// Disk reads and the read cache.
+    reads: Reads,
+    /// Preparation of the next segment, the spares, the read-only state.
+    segments: Segments,
+    zero_ahead: ZeroAhead,
+    /// Events queued for `events_swap`.
+    events: Vec<Event>,
+    /// Scratch for `poll`, allocated once.
+    completions: Vec<DiskCompletion>,
+    stats: Stats,
+}
+
+impl<D: Disk> Journal<D> {
+    /// Opens the journal on `disk`: validates the config, allocates every buffer, recovers the
+    /// index from the segments (truncating a torn tail, refusing mid-log corruption) and
+    /// creates the first segment of an empty journal.
+    pub fn open(mut disk: D, config: Config) -> Result<Journal<D>, OpenError> {
+        config.validate().map_err(OpenError::Config)?;
+        let commit_buffers = config.commits_in_flight_max + 1 + config.read_cache_buffers;
+        let mut sizes = vec![BATCH_BYTES_MAX; commit_buffers];
+        sizes.extend(std::iter::repeat_n(
+            READ_BUFFER_SIZE,
+            config.reads_in_flight_max,
+        ));
+        sizes.push(SEGMENT_HEADER_SIZE);
+        disk.buffers_allocate(&sizes);
+        let buffer_id = |index: usize| BufferId(u32::try_from(index).expect("few buffers"));
+        let mut recovered = crate::recovery::recover(&mut disk, &config, buffer_id(0))?;
+        if recovered.spares.is_empty() {
+            // One ready spare before serving: the first rollover never waits, and no zero-fill
+            // runs behind the first segment's commits.
+            let spare = recovered.segment_id_max.next();
+            let (size, zero_fill) = (config.segment_size, config.segment_zero_fill);
+            crate::recovery::create_blocking(&mut disk, spare, size, zero_fill, buffer_id(0))?;
+            disk.segment_open(spare).map_err(|error| OpenError::Io {
+                operation: "opening segment",
+                error,
+            })?;
+            recovered.spares.push(spare);
+            recovered.segment_id_max = spare;
+        }
+        let read_buffers = commit_buffers..commit_buffers + config.reads_in_flight_max;
+        let reads = Reads::new(read_buffers.map(buffer_id), config.read_cache_buffers);
+        let commits = Commits::new(
+            &config,
+            (0..commit_buffers).rev().map(buffer_id).collect(),
+            recovered.segment_active,
+            recovered.position_next,
+            recovered.sequence_next,
+            recovered.checksum_previous,
+        );
+        let header_buffer = buffer_id(sizes.len() - 1);
+        let segments = Segments::new(recovered.spares, recovered.segment_id_max, header_buffer);
+        let zero_ahead_enabled = config.zero_ahead && !config.segment_zero_fill;
+        let zero_ahead = ZeroAhead::new(zero_ahead_enabled, recovered.segment_active);
+        let events_max = (config.commits_in_flight_max + 1) * BATCH_RECORDS_MAX;
+        let stats = Stats {
+            torn_tail_truncations: u64::from(recovered.torn_tail_truncated),
+            ..Stats::default()
+        };
+        assert!(recovered.position_next % to_u64(SECTOR_SIZE) == 0);
+        assert!(recovered.position_next >= to_u64(SEGMENT_HEADER_SIZE));
+        Ok(Journal {
+            disk,
+            index: recovered.index,
+            commits,
+            reads,
+            segments,
+            zero_ahead,
+            events: Vec::with_capacity(events_max + config.reads_in_flight_max),
+            completions: Vec::with_capacity(events_max),
+            stats,
+            config,
+        })
+    }
+
+    /// Stages an entry. On success the token comes back as `Durable` (or `Written` for a
+    /// deferred add) or `Failed`. The first add of an unknown ledger creates it with its key.
+    pub fn add(
+        &mut self,
+        token: u64,
+        ledger: LedgerId,
+        entry: EntryId,
+        master_key: &[u8; MASTER_KEY_SIZE],
+        body: &[u8],
+        options: AddOptions,
+    ) -> Result<(), AddError> {
+        self.check_writable()?;
+        if !self.fits_segment(body.len()) {
+            return Err(AddError::TooLarge);
+        }
+        let entry_limit = |state: Option<&Ledger>| {
+            let highest = state.map_or(-1, |state| state.entry_staged_max);
+            highest.saturating_add(i64::try_from(ENTRY_GAP_MAX).expect("small"))
+        };
+        if entry.0 < 0 || entry.0 > entry_limit(self.index.ledger(ledger)) {
+            return Err(AddError::EntryInvalid);
+        }
+        let needs_key = self.check_ledger(ledger, master_key, Some(options.recovery))?;
+        let mut size = record::record_size(body.len());
+        if needs_key {
+            size += record::record_size(MASTER_KEY_SIZE);
+        }
+        self.reserve(size, if needs_key { 2 } else { 1 })?;
+        if needs_key {
+            self.create_ledger(ledger, master_key);
+        }
+        // The writer's LAC, from the body (BookKeeper §4.1); -1 (none) if it is too short.
+        let last_add_confirmed = wire::entry_body_last_add_confirmed(body).unwrap_or(-1);
+        let staged = Staged {
+            token: Some(token),
+            kind: RecordKind::Entry,
+            ledger,
+            entry,
+            location: self.commits.location_next(),
+            payload_size: 0,
+            deferred: options.deferred,
+            last_add_confirmed,
+        };
+        self.stage(staged, body);
+        let state = self.index.ledger_mut(ledger).expect("created above");
+        state.entry_staged_max = state.entry_staged_max.max(entry.0);
+        Ok(())
+    }
+
+    /// Fences a ledger (creating it with `master_key` if unknown). Normal adds are refused
+    /// from now on; the token is reported durable once the fence record is.
+    pub fn fence(
+        &mut self,
+        token: u64,
+        ledger: LedgerId,
+        master_key: &[u8; MASTER_KEY_SIZE],
+    ) -> Result<(), AddError> {
+        self.check_writable()?;
+        let needs_key = self.check_ledger(ledger, master_key, None)?;
+        let key_size = if needs_key {
+            record::record_size(MASTER_KEY_SIZE)
+        } else {
+            0
+        };
+        self.reserve(record::record_size(0) + key_size, 2)?;
+        if needs_key {
+            self.create_ledger(ledger, master_key);
+        }
+        self.index.ledger_mut(ledger).expect("exists").fenced = true;
+        self.stage_meta(Some(token), RecordKind::Fence, ledger, ENTRY_ID_FENCE, &[]);
+        Ok(())
+    }
+
+    /// Journals an explicit-LAC body (v3 WRITE_LAC); durable like an add.
+    pub fn write_lac(
+        &mut self,
+        token: u64,
+        ledger: LedgerId,
+        master_key: &[u8; MASTER_KEY_SIZE],
+        body: &[u8],
+    ) -> Result<(), AddError> {
+        self.check_writable()?;
+        if !self.fits_segment(body.len()) {
+            return Err(AddError::TooLarge);
+        }
+        let needs_key = self.check_ledger(ledger, master_key, None)?;
+        let key_size = if needs_key {
+            record::record_size(MASTER_KEY_SIZE)
+        } else {
+            0
+        };
+        self.reserve(record::record_size(body.len()) + key_size, 2)?;
+        if needs_key {
+            self.create_ledger(ledger, master_key);
+        }
+        let location = self.commits.location_next();
+        let staged = Staged {
+            token: Some(token),
+            kind: RecordKind::ExplicitLac,
+            ledger,
+            entry: ENTRY_ID_EXPLICIT_LAC,
+            location,
+            payload_size: 0,
+            deferred: false,
+            last_add_confirmed: wire::explicit_lac_body_last_add_confirmed(body).unwrap_or(-1),
+        };
+        self.stage(staged, body);
+        Ok(())
+    }
+
+    /// FORCE_LEDGER: the token is reported durable once everything staged before it is.
+    pub fn force(&mut self, token: u64, ledger: LedgerId) -> Result<(), AddError> {
+        self.check_writable()?;
+        if self.index.ledger(ledger).is_none() {
+            return Err(AddError::NoLedger);
+        }
+        self.reserve(record::record_size(0), 1)?;
+        self.stage_meta(
+            Some(token),
+            RecordKind::ForceMarker,
+            ledger,
+            ENTRY_ID_FORCE,
+            &[],
+        );
+        Ok(())
+    }
+
+    /// True when a record of `payload_size` bytes could be staged now without waiting.
+    #[must_use]
+    pub fn can_stage(&self, payload_size: usize) -> bool {
+        let size = record::record_size(payload_size.min(RECORD_PAYLOAD_SIZE_MAX));
+        let size = size + record::record_size(MASTER_KEY_SIZE);
+        self.commits.can_stage(size)
+    }
+
+    /// A record (with a ledger-key record before it) must fit an empty segment.
+    fn fits_segment(&self, payload_size: usize) -> bool {
+        if payload_size > RECORD_PAYLOAD_SIZE_MAX {
+            return false;
+        }
+        let size = record::record_size(payload_size) + record::record_size(MASTER_KEY_SIZE);
+        let room = self.config.segment_size - to_u64(SEGMENT_HEADER_SIZE);
+        to_u64(align_up(size, SECTOR_SIZE)) <= room
+    }
+
+    fn check_writable(&self) -> Result<(), AddError> {
+        if self.commits.is_poisoned() {
+            return Err(AddError::Poisoned);
+        }
+        if self.segments.is_read_only() {
+            return Err(AddError::ReadOnly);
+        }
+        Ok(())
+    }
+
+    /// Checks the key and fencing of an existing ledger; returns true if it must be created.
+    /// `recovery` is `Some` for adds (a fenced ledger refuses non-recovery adds).
+    fn check_ledger(
+        &self,
+        ledger: LedgerId,
+        master_key: &[u8; MASTER_KEY_SIZE],
+        recovery: Option<bool>,
+    ) -> Result<bool, AddError> {
+        let Some(state) = self.index.ledger(ledger) else {
+            return Ok(true);
+        };
+        if state.master_key != *master_key {
+            return Err(AddError::KeyMismatch);
+        }
+        if state.fenced && recovery == Some(false) {
+            return Err(AddError::Fenced);
+        }
+        Ok(false)
+    }
+
+    /// Submits the staging commit if a commit slot is free, drives segment preparation and
+    /// zero-ahead, and hands everything queued to the kernel in one submit.
+    pub fn submit(&mut self) {
+        if self.commits.is_poisoned() {
+            return;
+        }
+        if let Some((segment, start, end)) = self.commits.staging_ready() {
+            if self.zero_ahead.blocks(segment, start, end) {
+                // The zero write lands in a few milliseconds; its completion brings the
+                // shard back here. Writing now could let the zeros land after the data.
+                self.stats.zero_ahead_waits += 1;
+            } else {
+                self.submit_staging();
+            }
+        }
+        let (disk, stats) = (&mut self.disk, &mut self.stats);
+        self.segments.drive(disk, stats, &self.config);
+        // Zero-ahead pauses while poisoned and while every commit slot is busy.
+        if !self.commits.is_poisoned() && !self.commits.slots_full() {
+            let head = self.commits.write_head();
+            self.zero_ahead.drive(disk, head, self.config.segment_size);
+        }
+        if self.disk.flush().is_err() {
+            self.poison();
+        }
+    }
+
+    /// Processes finished disk operations and queues the resulting events.
+    pub fn poll(&mut self) {
+        let mut completions = std::mem::take(&mut self.completions);
+        self.disk.poll(&mut completions);
+        for completion in completions.drain(..) {
+            let slot = to_usize(completion.token & !TOKEN_KIND_MASK);
+            let (op, result) = (completion.op, completion.result);
+            let (disk, stats, events) = (&mut self.disk, &mut self.stats, &mut self.events);
+            match completion.token & TOKEN_KIND_MASK {
+                TOKEN_COMMIT => self.on_commit(slot, op, result),
+                TOKEN_READ => self.reads.on_complete(disk, stats, events, slot, result),
+                TOKEN_PREPARE => self
+                    .segments
+                    .on_complete(disk, stats, &self.config, op, result),
+                TOKEN_ZERO_AHEAD => self.zero_ahead.on_complete(stats, result),
+                _ => unreachable!("unknown disk token {:#x}", completion.token),
+            }
+        }
+        self.completions = completions;
+        self.commits_advance();
+    }
+
+    /// Moves queued events into `out` (swap; no allocation when `out` has capacity).
+    pub fn events_swap(&mut self, out: &mut Vec<Event>) {
+        assert!(
+            out.is_empty(),
+            "events must be consumed before the next swap"
+        );
+        std::mem::swap(&mut self.events, out);
+    }
+
+    /// Reads a durable entry: from a cached commit buffer at once, or through a disk read that
+    /// reports `Event::ReadDone`. An indexed entry that cannot be read back intact is
+    /// `ReadError::Io`, never `NoEntry`.
+    pub fn read(
+        &mut self,
+        token: u64,
+        ledger: LedgerId,
+        target: ReadTarget,
+    ) -> Result<ReadOutcome<'_>, ReadError> {
+        let state = self.index.ledger(ledger).ok_or(ReadError::NoLedger)?;
+        let (entry, kind) = match target {
+            ReadTarget::Entry(entry) => (entry, RecordKind::Entry),
+            ReadTarget::Last if state.entry_last < 0 => return Err(ReadError::NoEntry),
+            ReadTarget::Last => (EntryId(state.entry_last), RecordKind::Entry),
+            ReadTarget::ExplicitLac => (ENTRY_ID_EXPLICIT_LAC, RecordKind::ExplicitLac),
+        };
+        let slot = match target {
+            ReadTarget::ExplicitLac => state.explicit_lac,
+            ReadTarget::Entry(_) | ReadTarget::Last => state.slot(entry),
+        };
+        let slot = slot.ok_or(ReadError::NoEntry)?;
+        let expected = Expected {
+            kind,
+            ledger,
+            entry,
+            location: slot.location(),
+        };
+        let (disk, stats, events) = (&mut self.disk, &mut self.stats, &mut self.events);
+        self.reads
+            .start(disk, stats, events, token, expected, slot.payload_size())
+    }
+
+    /// The result of a finished disk read: the entry id and its stored body.
+    pub fn read_result(&self, slot: ReadSlot) -> Result<(EntryId, &[u8]), ReadError> {
+        self.reads.result(&self.disk, slot)
+    }
+
+    /// Frees a finished read's slot.
+    pub fn read_release(&mut self, slot: ReadSlot) {
+        self.reads.release(slot);
+    }
+
+    /// A ledger's state.
+    #[must_use]
+    pub fn ledger(&self, ledger: LedgerId) -> Option<&Ledger> {
+        self.index.ledger(ledger)
+    }
+
+    /// The whole index (tests compare it across restarts).
+    #[must_use]
+    pub fn index(&self) -> &Index {
+        &self.index
+    }
+
+    /// True after a write or sync failure.
+    #[must_use]
+    pub fn is_poisoned(&self) -> bool {
+        self.commits.is_poisoned()
+    }
+
+    /// Makes the next `submit` retry creating a segment now if the journal is read-only,
+    /// instead of after `SEGMENT_RETRY_INTERVAL_SUBMITS` submits: the server calls this on
+    /// its clock, so an idle read-only shard notices returned space within a tick.
+    pub fn segment_retry_now(&mut self) {
+        self.segments.retry_now();
+    }
+
+    /// True while no segment can be created (disk full): adds get `ReadOnly`.
+    #[must_use]
+    pub fn is_read_only(&self) -> bool {
+        self.segments.is_read_only()
+    }
+
+    /// True when no commit is staged or in flight, and no zero-ahead write is in flight.
+    #[must_use]
+    pub fn is_idle(&self) -> bool {
+        self.commits.is_idle() && self.zero_ahead.is_idle()
+    }
+
+    /// The oldest commit submitted and not yet durable, with the stage it waits in: what the
+    /// server's stall watchdog reports. `None` when no commit is in flight.
+    #[must_use]
+    pub fn commit_oldest_in_flight(&self) -> Option<CommitInFlight> {
+        self.commits.oldest_in_flight()
+    }
+
+    /// True when every commit slot is in flight: nothing staged now can be submitted before
+    /// a commit completes.
+    #[must_use]
+    pub fn commit_slots_full(&self) -> bool {
+        self.commits.slots_full()
+    }
+
+    /// Records staged and not yet submitted.
+    #[must_use]
+    pub fn staged_records(&self) -> usize {
+        self.commits.staged_records()
+    }
+
+    /// Counters.
+    #[must_use]
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// The disk (tests use it to inject faults).
+    pub fn disk_mut(&mut self) -> &mut D {
+        &mut self.disk
+    }
+
+    /// Gives the disk back (tests crash it).
+    pub fn into_disk(self) -> D {
+        self.disk
+    }
+}

@@ -1,0 +1,322 @@
+//! Reads of durable records: served at once from the cache of recent durable commit buffers,
+//! or by a disk read into a read slot that reports `Event::ReadDone`. Every record read is
+//! checked against the identity the index expects at its location, so a misdirected read or
+//! write that is internally valid is caught; a disk read that fails the check is retried once.
+
+use super::{Event, Stats, TOKEN_READ};
+use crate::constants::SECTOR_SIZE;
+use crate::disk::{BufferId, Disk};
+use crate::error::ReadError;
+use crate::ids::{EntryId, LedgerId, Location, Position, SegmentId};
+use crate::record::{self, RecordKind};
+use crate::stdx::{to_u64, to_usize};
+use std::collections::VecDeque;
+
+/// Which entry to read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadTarget {
+    /// This entry id.
+    Entry(EntryId),
+    /// The highest entry stored for the ledger (BookKeeper's entry -1).
+    Last,
+    /// The ledger's durable explicit-LAC body (v3 READ_LAC); `NoEntry` if none was written.
+    ExplicitLac,
+}
+
+/// A read waiting for or holding its disk data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadSlot(pub u32);
+
+/// The result of starting a read.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ReadOutcome<'a> {
+    /// Served from memory at once.
+    Ready {
+        /// The entry read (the real id for `ReadTarget::Last`).
+        entry: EntryId,
+        /// The stored body, verbatim.
+        body: &'a [u8],
+    },
+    /// A disk read was submitted; an `Event::ReadDone` follows.
+    Pending,
+}
+
+/// The identity of the record a read expects at a location.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Expected {
+    pub kind: RecordKind,
+    pub ledger: LedgerId,
+    pub entry: EntryId,
+    pub location: Location,
+}
+
+/// A durable commit buffer kept to serve tailing reads.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Cached {
+    pub buffer: BufferId,
+    pub segment: SegmentId,
+    pub position: u64,
+    pub length: usize,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ReadState {
+    Free,
+    InFlight,
+    Done,
+    Failed(ReadError),
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Read {
+    state: ReadState,
+    token: u64,
+    ledger: LedgerId,
+    entry: EntryId,
+    kind: RecordKind,
+    location: Location,
+    payload_size: u32,
+    buffer: BufferId,
+    start: u64,
+    length: usize,
+    attempts: u32,
+}
+
+/// The reads of one journal: the read slots with their buffers, and the read cache.
+#[derive(Debug)]
+pub(super) struct Reads {
+    /// One slot per disk read that can be in flight, each with its own buffer.
+    slots: Vec<Read>,
+    /// Indexes of the free slots.
+    free: Vec<u32>,
+    /// The most recent durable commit buffers, oldest first.
+    cache: VecDeque<Cached>,
+    /// Most commit buffers the cache holds (`Config::read_cache_buffers`).
+    cache_capacity: usize,
+}
+
+impl Reads {
+    /// Read slots, one per buffer of `buffers`, and an empty cache of `cache_capacity`.
+    pub(super) fn new(buffers: impl Iterator<Item = BufferId>, cache_capacity: usize) -> Reads {
+        let slots: Vec<Read> = buffers
+            .map(|buffer| Read {
+                state: ReadState::Free,
+                token: 0,
+                ledger: LedgerId(0),
+                entry: EntryId(0),
+                kind: RecordKind::Entry,
+                location: Location {
+                    segment: SegmentId(0),
+                    position: Position(0),
+                },
+                payload_size: 0,
+                buffer,
+                start: 0,
+                length: 0,
+                attempts: 0,
+            })
+            .collect();
+        let count = u32::try_from(slots.len()).expect("small");
+        Reads {
+            slots,
+            free: (0..count).collect(),
+            cache: VecDeque::with_capacity(cache_capacity + 1),
+            cache_capacity,
+        }
+    }
+
+    /// Serves the record `expected` describes from the cache, or starts a disk read of it.
+    pub(super) fn start<'d, D: Disk>(
+        &mut self,
+        disk: &'d mut D,
+        stats: &mut Stats,
+        events: &mut Vec<Event>,
+        token: u64,
+        expected: Expected,
+        payload_size: u32,
+    ) -> Result<ReadOutcome<'d>, ReadError> {
+        let location = expected.location;
+        if let Some(cached) = self.cached_record(&*disk, location, payload_size) {
+            if verify(cached, expected).is_some() {
+                stats.reads_cached += 1;
+                let disk: &'d D = disk;
+                let cached = self
+                    .cached_record(disk, location, payload_size)
+                    .expect("found");
+                let body = verify(cached, expected).expect("verified");
+                return Ok(ReadOutcome::Ready {
+                    entry: expected.entry,
+                    body,
+                });
+            }
+        }
+        let read_slot = self.free.pop().ok_or(ReadError::Busy)?;
+        let read = &mut self.slots[read_slot as usize];
+        assert_eq!(read.state, ReadState::Free);
+        let size = record::record_size(payload_size as usize);
+        let start = crate::stdx::align_down_u64(location.position.0, to_u64(SECTOR_SIZE));
+        let end = crate::stdx::align_up_u64(location.position.0 + to_u64(size), 4096);
+        *read = Read {
+            state: ReadState::InFlight,
+            token,
+            ledger: expected.ledger,
+            entry: expected.entry,
+            kind: expected.kind,
+            location,
+            payload_size,
+            buffer: read.buffer,
+            start,
+            length: to_usize(end - start),
+            attempts: 0,
+        };
+        self.submit(disk, events, read_slot as usize);
+        stats.reads_disk += 1;
+        Ok(ReadOutcome::Pending)
+    }
+
+    fn cached_record<'d, D: Disk>(
+        &self,
+        disk: &'d D,
+        location: Location,
+        payload_size: u32,
+    ) -> Option<&'d [u8]> {
+        let size = to_u64(record::record_size(payload_size as usize));
+        let cached = self.cache.iter().rev().find(|cached| {
+            cached.segment == location.segment
+                && cached.position <= location.position.0
+                && location.position.0 + size <= cached.position + to_u64(cached.length)
+        })?;
+        let offset = to_usize(location.position.0 - cached.position);
+        Some(&disk.buffer(cached.buffer)[offset..offset + to_usize(size)])
+    }
+
+    fn submit<D: Disk>(&mut self, disk: &mut D, events: &mut Vec<Event>, slot: usize) {
+        let read = &mut self.slots[slot];
+        read.attempts += 1;
+        read.state = ReadState::InFlight;
+        let token = TOKEN_READ | to_u64(slot);
+        let (segment, start, buffer, length) =
+            (read.location.segment, read.start, read.buffer, read.length);
+        if disk
+            .submit_read(token, segment, start, buffer, length)
+            .is_err()
+        {
+            let read = &mut self.slots[slot];
+            read.state = ReadState::Failed(ReadError::Busy);
+            events.push(Event::ReadDone {
+                token: read.token,
+                slot: ReadSlot(slot_u32(slot)),
+            });
+        }
+    }
+
+    /// The disk read in `slot` completed with `result`: verify it, retry it once, or report it.
+    pub(super) fn on_complete<D: Disk>(
+        &mut self,
+        disk: &mut D,
+        stats: &mut Stats,
+        events: &mut Vec<Event>,
+        slot: usize,
+        result: i32,
+    ) {
+        let read = self.slots[slot];
+        assert_eq!(read.state, ReadState::InFlight);
+        let offset = to_usize(read.location.position.0 - read.start);
+        let size = record::record_size(read.payload_size as usize);
+        let complete = usize::try_from(result).is_ok_and(|count| count >= offset + size);
+        let intact = complete && {
+            let bytes = &disk.buffer(read.buffer)[offset..offset + size];
+            verify(bytes, Expected::of(&read)).is_some()
+        };
+        if !intact {
+            stats.read_checksum_failures += u64::from(complete);
+            if read.attempts < 2 {
+                // One retry: a transient bad read (misdirected, flipped in transit) passes.
+                self.submit(disk, events, slot);
+                return;
+            }
+            self.slots[slot].state = ReadState::Failed(ReadError::Io);
+        } else {
+            self.slots[slot].state = ReadState::Done;
+        }
+        events.push(Event::ReadDone {
+            token: read.token,
+            slot: ReadSlot(slot_u32(slot)),
+        });
+    }
+
+    /// The result of a finished disk read: the entry id and its stored body.
+    pub(super) fn result<'d, D: Disk>(
+        &self,
+        disk: &'d D,
+        slot: ReadSlot,
+    ) -> Result<(EntryId, &'d [u8]), ReadError> {
+        let read = &self.slots[slot.0 as usize];
+        match read.state {
+            ReadState::Done => {
+                let offset = to_usize(read.location.position.0 - read.start);
+                let size = record::record_size(read.payload_size as usize);
+                let bytes = &disk.buffer(read.buffer)[offset..offset + size];
+                let body = verify(bytes, Expected::of(read));
+                Ok((read.entry, body.expect("verified at completion")))
+            }
+            ReadState::Failed(error) => Err(error),
+            ReadState::Free | ReadState::InFlight => panic!("read {slot:?} is not finished"),
+        }
+    }
+
+    /// Frees a finished read's slot.
+    pub(super) fn release(&mut self, slot: ReadSlot) {
+        let read = &mut self.slots[slot.0 as usize];
+        assert!(matches!(read.state, ReadState::Done | ReadState::Failed(_)));
+        read.state = ReadState::Free;
+        self.free.push(slot.0);
+    }
+
+    /// Keeps a durable commit's buffer to serve reads. Returns the buffer to free: the oldest
+    /// cached one when the cache is full, or this one when caching is off.
+    pub(super) fn cache_insert(&mut self, cached: Cached) -> Option<BufferId> {
+        if self.cache_capacity == 0 {
+            return Some(cached.buffer);
+        }
+        let mut evicted = None;
+        if self.cache.len() == self.cache_capacity {
+            evicted = Some(self.cache.pop_front().expect("non-empty cache").buffer);
+        }
+        self.cache.push_back(cached);
+        assert!(self.cache.len() <= self.cache_capacity);
+        evicted
+    }
+
+    /// Gives up the oldest cached commit buffer (staging needs one), if any is cached.
+    pub(super) fn cache_evict_oldest(&mut self) -> Option<BufferId> {
+        self.cache.pop_front().map(|cached| cached.buffer)
+    }
+}
+
+fn slot_u32(slot: usize) -> u32 {
+    u32::try_from(slot).expect("read slots are few")
+}
+
+impl Expected {
+    fn of(read: &Read) -> Expected {
+        Expected {
+            kind: read.kind,
+            ledger: read.ledger,
+            entry: read.entry,
+            location: read.location,
+        }
+    }
+}
+
+/// Verifies that `bytes` hold the record we expect there (an entry, or an explicit-LAC body)
+/// and returns its payload. Identity checks catch a misdirected read or write that is
+/// internally valid.
+fn verify(bytes: &[u8], expected: Expected) -> Option<&[u8]> {
+    let (header, _, payload) = record::decode(bytes).ok()?;
+    let matches = header.kind == expected.kind
+        && header.ledger == expected.ledger
+        && header.entry == expected.entry
+        && header.location == expected.location;
+    matches.then_some(payload)
+}

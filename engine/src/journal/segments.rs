@@ -1,0 +1,225 @@
+//! Segment preparation: creates, zero-fills (if configured), writes the header of and syncs
+//! the next segment in the background, keeps the published spares the write head rolls over
+//! to, and holds the read-only state while no segment can be created (disk full).
+//!
+//! A preparation moves Zeroing -> Header -> Syncing -> published spare. Any failure abandons
+//! the segment (its temporary file is deleted at the next open) and the next `submit` starts
+//! over with a new id; while no spare is left the journal is read-only, and creation is
+//! retried every `SEGMENT_RETRY_INTERVAL_SUBMITS` submits (or at once on `retry_now`).
+
+use super::{Stats, TOKEN_PREPARE};
+use crate::config::Config;
+use crate::constants::{SEGMENT_HEADER_SIZE, ZERO_CHUNK_SIZE, ZERO_WRITES_IN_FLIGHT_MAX};
+use crate::disk::{BufferId, Disk, DiskOp, WriteSync};
+use crate::ids::SegmentId;
+use crate::stdx::{to_u64, to_usize};
+use std::collections::VecDeque;
+
+/// How many `submit` calls pass between retries of segment creation while read-only.
+const SEGMENT_RETRY_INTERVAL_SUBMITS: u32 = 256;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PreparePhase {
+    Zeroing,
+    Header,
+    Syncing,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Prepare {
+    segment: SegmentId,
+    position_submitted: u64,
+    bytes_completed: u64,
+    phase: PreparePhase,
+    in_flight: usize,
+}
+
+/// The segments of one journal beyond the active one.
+#[derive(Debug)]
+pub(super) struct Segments {
+    /// Published, empty segments the write head rolls over to, oldest first.
+    spares: VecDeque<SegmentId>,
+    /// The highest segment id created or tried; ids never repeat.
+    id_max: SegmentId,
+    /// The preparation running, if any (at most one).
+    prepare: Option<Prepare>,
+    /// True while no segment can be created and no spare is left: adds get `ReadOnly`.
+    read_only: bool,
+    submits_since_create_failure: u32,
+    /// One sector for the header of the segment being prepared.
+    header_buffer: BufferId,
+}
+
+impl Segments {
+    pub(super) fn new(
+        spares: Vec<SegmentId>,
+        id_max: SegmentId,
+        header_buffer: BufferId,
+    ) -> Segments {
+        assert!(spares.iter().all(|&spare| spare <= id_max));
+        Segments {
+            spares: spares.into_iter().collect(),
+            id_max,
+            prepare: None,
+            read_only: false,
+            submits_since_create_failure: 0,
+            header_buffer,
+        }
+    }
+
+    /// True while no segment can be created (disk full).
+    pub(super) fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// Makes the next `drive` retry creating a segment if the journal is read-only.
+    pub(super) fn retry_now(&mut self) {
+        if self.read_only {
+            self.submits_since_create_failure = SEGMENT_RETRY_INTERVAL_SUBMITS;
+        }
+    }
+
+    /// The oldest spare, for the write head to roll over to.
+    pub(super) fn spare_take(&mut self) -> Option<SegmentId> {
+        self.spares.pop_front()
+    }
+
+    /// Starts a preparation when no spare is left, and submits what the running one needs
+    /// next.
+    pub(super) fn drive<D: Disk>(&mut self, disk: &mut D, stats: &mut Stats, config: &Config) {
+        if self.prepare.is_none() && self.spares.is_empty() {
+            if self.read_only {
+                self.submits_since_create_failure += 1;
+                if self.submits_since_create_failure < SEGMENT_RETRY_INTERVAL_SUBMITS {
+                    return;
+                }
+            }
+            self.start(disk, stats, config);
+        }
+        let Some(prepare) = self.prepare else { return };
+        let size = config.segment_size;
+        let segment = prepare.segment;
+        match prepare.phase {
+            PreparePhase::Zeroing => {
+                // Zero at full speed, several chunks in flight: the interference with commits'
+                // flushes lasts a short burst per segment instead of spreading over all of them.
+                let mut prepare = prepare;
+                while prepare.in_flight < ZERO_WRITES_IN_FLIGHT_MAX
+                    && prepare.position_submitted < size
+                {
+                    let position = prepare.position_submitted;
+                    let length = (size - position).min(to_u64(ZERO_CHUNK_SIZE));
+                    let length = to_usize(length);
+                    if disk
+                        .submit_zero(TOKEN_PREPARE, segment, position, length)
+                        .is_err()
+                    {
+                        break;
+                    }
+                    prepare.position_submitted += to_u64(length);
+                    prepare.in_flight += 1;
+                }
+                self.prepare = Some(prepare);
+            }
+            PreparePhase::Header if prepare.in_flight == 0 => {
+                let header = disk.buffer_mut(self.header_buffer);
+                crate::segment::encode_segment_header(header, segment, size);
+                let buffer = self.header_buffer;
+                let (length, sync) = (SEGMENT_HEADER_SIZE, WriteSync::Dsync);
+                if disk
+                    .submit_write(TOKEN_PREPARE, segment, 0, buffer, length, sync)
+                    .is_ok()
+                {
+                    self.prepare.as_mut().expect("present").in_flight = 1;
+                }
+            }
+            PreparePhase::Syncing if prepare.in_flight == 0 => {
+                if disk.submit_sync(TOKEN_PREPARE, segment).is_ok() {
+                    self.prepare.as_mut().expect("present").in_flight = 1;
+                }
+            }
+            PreparePhase::Header | PreparePhase::Syncing => {}
+        }
+    }
+
+    fn start<D: Disk>(&mut self, disk: &mut D, stats: &mut Stats, config: &Config) {
+        assert!(self.prepare.is_none());
+        self.submits_since_create_failure = 0;
+        let segment = self.id_max.next();
+        match disk.segment_create(segment, config.segment_size) {
+            Ok(()) => {
+                self.id_max = segment;
+                let (done, phase) = if config.segment_zero_fill {
+                    (0, PreparePhase::Zeroing)
+                } else {
+                    (config.segment_size, PreparePhase::Header)
+                };
+                self.prepare = Some(Prepare {
+                    segment,
+                    position_submitted: done,
+                    bytes_completed: done,
+                    phase,
+                    in_flight: 0,
+                });
+            }
+            Err(_) => {
+                // Disk full (or unwritable): go read-only; reads go on, creation is retried.
+                self.id_max = segment;
+                self.read_only = self.spares.is_empty();
+                stats.segment_create_failures += 1;
+            }
+        }
+    }
+
+    /// A write or sync of the running preparation completed with `result`.
+    pub(super) fn on_complete<D: Disk>(
+        &mut self,
+        disk: &mut D,
+        stats: &mut Stats,
+        config: &Config,
+        op: DiskOp,
+        result: i32,
+    ) {
+        let prepare = self.prepare.as_mut().expect("a preparation is running");
+        assert!(prepare.in_flight > 0);
+        prepare.in_flight -= 1;
+        if result < 0 {
+            // Abandon this segment once its last write is back; `drive` starts over with a
+            // new id (the temporary file is deleted at the next open).
+            if prepare.in_flight == 0 {
+                self.prepare = None;
+            } else {
+                prepare.position_submitted = u64::MAX;
+            }
+            self.read_only = self.spares.is_empty();
+            stats.segment_create_failures += 1;
+            return;
+        }
+        let size = config.segment_size;
+        match (prepare.phase, op) {
+            (PreparePhase::Zeroing, DiskOp::Write) => {
+                prepare.bytes_completed += u64::try_from(result).expect("non-negative");
+                if prepare.bytes_completed == size && prepare.in_flight == 0 {
+                    prepare.phase = PreparePhase::Header;
+                }
+                if prepare.position_submitted == u64::MAX && prepare.in_flight == 0 {
+                    self.prepare = None;
+                }
+            }
+            (PreparePhase::Header, DiskOp::Write) => prepare.phase = PreparePhase::Syncing,
+            (PreparePhase::Syncing, DiskOp::Sync) => {
+                let segment = prepare.segment;
+                self.prepare = None;
+                if disk.segment_publish(segment).is_ok() {
+                    self.spares.push_back(segment);
+                    self.read_only = false;
+                    stats.segments_created += 1;
+                } else {
+                    self.read_only = self.spares.is_empty();
+                    stats.segment_create_failures += 1;
+                }
+            }
+            (phase, op) => unreachable!("prepare {phase:?} got {op:?}"),
+        }
+    }
+}

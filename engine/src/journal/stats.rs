@@ -1,0 +1,42 @@
+//! `Stats`: the journal's counters, for reports and tests. Never used for a decision.
+
+/// Counters, for reports and tests.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Commits submitted.
+    pub commits: u64,
+    /// Commits durable.
+    pub commits_durable: u64,
+    /// Records staged (entries and meta records).
+    pub records: u64,
+    /// Entry records made durable.
+    pub entries_durable: u64,
+    /// Bytes written by commits, padding included.
+    pub bytes_written: u64,
+    /// Times an add was refused for lack of staging room (backpressure).
+    pub staging_full: u64,
+    /// Segments created after open.
+    pub segments_created: u64,
+    /// Times segment creation failed (disk full).
+    pub segment_create_failures: u64,
+    /// Reads served from the in-memory commit buffers.
+    pub reads_cached: u64,
+    /// Reads that went to disk.
+    pub reads_disk: u64,
+    /// Disk reads whose record failed verification (each is retried once).
+    pub read_checksum_failures: u64,
+    /// Torn tails truncated at open.
+    pub torn_tail_truncations: u64,
+    /// Sum over submitted commits of the time from opening the commit for staging to
+    /// submitting it (staging, then waiting for a free commit slot), in microseconds.
+    pub commit_staging_us_total: u64,
+    /// Sum over durable commits of the time from submission to durable (write, fdatasync,
+    /// and waiting for earlier commits), in microseconds.
+    pub commit_io_us_total: u64,
+    /// Bytes of the active segment zeroed ahead of the write head.
+    pub zero_ahead_bytes: u64,
+    /// Commits held back one turn because they reached into a zero-ahead write in flight.
+    pub zero_ahead_waits: u64,
+    /// Zero-ahead writes that failed (zero-ahead then stops; nothing else depends on it).
+    pub zero_ahead_failures: u64,
+}
