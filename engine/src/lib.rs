@@ -5,6 +5,9 @@
 //! keeps an in-memory index per ledger, serves reads, and rebuilds everything on open.
 //! Storage is behind the `Disk` trait (`uring::UringDisk` or `disk::sim::SimDisk`).
 
+// All io_uring and other system-call `unsafe` lives in `uring`; the compiler enforces it.
+#![deny(unsafe_code)]
+
 pub mod config;
 pub mod constants;
 pub mod disk;
@@ -16,6 +19,8 @@ pub mod record;
 mod recovery;
 pub mod segment;
 pub mod stdx;
+// The one module allowed `unsafe`: memory shared with the kernel and raw system calls.
+#[allow(unsafe_code)]
 pub mod uring;
 
 pub use config::{Config, SyncMode};
