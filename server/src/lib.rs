@@ -113,7 +113,7 @@ fn open_files_check(config: &Config) {
     let shards = u64::try_from(config.shards()).expect("at most SHARDS_MAX");
     let connections = u64::try_from(config.connections_max).expect("at most CONNECTIONS_MAX_LIMIT");
     let needed = shards * (connections + DESCRIPTORS_PER_SHARD_BESIDES_CONNECTIONS);
-    match engine::uring::Socket::open_files_limit_raise() {
+    match engine::uring::Process::open_files_limit_raise() {
         Ok(limit) if limit >= needed => {}
         Ok(limit) => eprintln!(
             "ringlog: warning: the open-files limit is {limit}, below the {needed} that \
@@ -129,7 +129,7 @@ fn open_files_check(config: &Config) {
 /// summary.
 pub fn run(config: Config) -> Result<Outcome, RunError> {
     engine::uring::Ring::probe().map_err(RunError::Uring)?;
-    let shutdown = engine::uring::Socket::install_shutdown_signals().map_err(RunError::Signals)?;
+    let shutdown = engine::uring::Process::install_shutdown_signals().map_err(RunError::Signals)?;
     open_files_check(&config);
     std::fs::create_dir_all(&config.data_dir).map_err(|error| RunError::DataDir {
         path: config.data_dir.clone(),

@@ -12,7 +12,7 @@
 //! through its eventfd. The owner answers with one `Mail::Replies` batch per turn. Both
 //! batches are records `u64 connection reference (BE) | one v2 frame`.
 
-use engine::uring::Socket;
+use engine::uring::Eventfd;
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -72,7 +72,7 @@ impl Router {
             let (sender, receiver) = std::sync::mpsc::sync_channel(mailbox_size);
             mailboxes.push(sender);
             receivers.push(receiver);
-            eventfds.push(Socket::eventfd()?);
+            eventfds.push(Eventfd::create()?);
         }
         let router = Router {
             owners: RwLock::new(HashMap::new()),
@@ -130,7 +130,7 @@ impl Router {
 
     /// Wakes `shard` out of its ring wait.
     pub fn wake(&self, shard: ShardId) -> std::io::Result<()> {
-        Socket::eventfd_signal(self.eventfds[usize::from(shard)].as_raw_fd())
+        Eventfd::signal(self.eventfds[usize::from(shard)].as_raw_fd())
     }
 
     /// The eventfd `shard` keeps a read armed on.

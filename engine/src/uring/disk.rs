@@ -301,9 +301,10 @@ impl Disk for UringDisk {
                 .flags(types::FsyncFlags::DATASYNC)
                 .build();
             let fsync = fsync.user_data(user_data(OWNER_DISK, None, Self::tag(token, TAG_SYNC)));
-            // SAFETY: the buffer is owned by `self.buffers`, never moves, and is marked busy
-            // below until the write's completion is polled; `fd` stays open in `self.files`.
-            unsafe { ring.push(&[write, fsync]) }?;
+            let busy = &mut self.buffers_busy[index];
+            // SAFETY: the buffer is owned by `self.buffers`, never moves, and is counted busy
+            // until the write's completion is polled; `fd` stays open in `self.files`.
+            unsafe { ring.push_holding(&[write, fsync], busy) }?;
             self.in_flight += 2;
             if quiet {
                 let length = i32::try_from(length).expect("commit fits i32");
@@ -316,11 +317,11 @@ impl Disk for UringDisk {
                 self.quiet.push(write);
             }
         } else {
+            let busy = &mut self.buffers_busy[index];
             // SAFETY: as above.
-            unsafe { ring.push(&[write]) }?;
+            unsafe { ring.push_holding(&[write], busy) }?;
             self.in_flight += 1;
         }
-        self.buffers_busy[index] += 1;
         Ok(())
     }
 
@@ -378,11 +379,11 @@ impl Disk for UringDisk {
             .offset(position)
             .build()
             .user_data(data);
+        let busy = &mut self.buffers_busy[index];
         // SAFETY: the buffer is owned by `self.buffers`, never moves, is not otherwise
         // referenced (busy check above) and stays busy until the completion is polled.
-        unsafe { self.ring.borrow_mut().push(&[read]) }?;
+        unsafe { self.ring.borrow_mut().push_holding(&[read], busy) }?;
         self.in_flight += 1;
-        self.buffers_busy[index] += 1;
         Ok(())
     }
 

@@ -10,13 +10,17 @@
 
 mod buffer;
 mod disk;
+mod eventfd;
 mod net;
+mod process;
 mod sched;
 mod space;
 
 pub use buffer::AlignedBuffer;
 pub use disk::UringDisk;
+pub use eventfd::Eventfd;
 pub use net::{NetBufferId, NetBuffers, Socket};
+pub use process::{Process, Thread};
 pub use sched::{thread_slice_ns, thread_slice_set};
 pub use space::{disk_space, DiskSpace};
 
@@ -167,6 +171,29 @@ impl Ring {
         unsafe { queue.push_multiple(entries) }.map_err(|_| crate::disk::SubmitError::QueueFull)?;
         self.in_flight += entries.len();
         Ok(())
+    }
+
+    /// Queues `entries`, which read or write one pool buffer, and counts that buffer busy in
+    /// `busy`: the pool frees or touches it again only after the completion that names it
+    /// lowers the count. A push that fails hands nothing to the kernel, so the count goes
+    /// straight back down. The one place a pool's buffer becomes the kernel's.
+    ///
+    /// # Safety
+    /// As for `push`: every pointer in `entries` stays valid until its completion is reaped.
+    /// `busy` is the count of the buffer those pointers point into.
+    unsafe fn push_holding(
+        &mut self,
+        entries: &[squeue::Entry],
+        busy: &mut u32,
+    ) -> Result<(), crate::disk::SubmitError> {
+        *busy += 1;
+        // SAFETY: the caller's guarantee, passed on.
+        let result = unsafe { self.push(entries) };
+        if result.is_err() {
+            assert!(*busy > 0);
+            *busy -= 1;
+        }
+        result
     }
 
     /// Hands queued entries to the kernel without waiting.

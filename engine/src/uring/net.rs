@@ -6,7 +6,6 @@ use io_uring::{opcode, types};
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Index of a buffer in `NetBuffers`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -17,7 +16,8 @@ pub struct NetBufferId(pub u32);
 #[derive(Debug, Default)]
 pub struct NetBuffers {
     buffers: Vec<Option<AlignedBuffer>>,
-    busy: Vec<bool>,
+    /// Operations in flight on each buffer: 0 or 1 (`lend` refuses a busy buffer).
+    busy: Vec<u32>,
     release_on_completion: Vec<bool>,
     free: Vec<u32>,
 }
@@ -42,12 +42,12 @@ impl NetBuffers {
             let slot = index as usize;
             assert!(self.buffers[slot].is_none());
             self.buffers[slot] = Some(buffer);
-            self.busy[slot] = false;
+            self.busy[slot] = 0;
             self.release_on_completion[slot] = false;
             return NetBufferId(index);
         }
         self.buffers.push(Some(buffer));
-        self.busy.push(false);
+        self.busy.push(0);
         self.release_on_completion.push(false);
         NetBufferId(u32::try_from(self.buffers.len() - 1).expect("buffer count fits u32"))
     }
@@ -56,7 +56,7 @@ impl NetBuffers {
     pub fn release(&mut self, id: NetBufferId) {
         let slot = id.0 as usize;
         assert!(self.buffers[slot].is_some(), "double release of {id:?}");
-        if self.busy[slot] {
+        if self.busy[slot] > 0 {
             self.release_on_completion[slot] = true;
         } else {
             self.buffers[slot] = None;
@@ -68,14 +68,14 @@ impl NetBuffers {
     #[must_use]
     pub fn get(&self, id: NetBufferId) -> &[u8] {
         let slot = id.0 as usize;
-        assert!(!self.busy[slot], "{id:?} is in flight");
+        assert_eq!(self.busy[slot], 0, "{id:?} is in flight");
         self.buffers[slot].as_ref().expect("live buffer").as_slice()
     }
 
     /// The bytes of a buffer that is not in flight, mutably.
     pub fn get_mut(&mut self, id: NetBufferId) -> &mut [u8] {
         let slot = id.0 as usize;
-        assert!(!self.busy[slot], "{id:?} is in flight");
+        assert_eq!(self.busy[slot], 0, "{id:?} is in flight");
         self.buffers[slot]
             .as_mut()
             .expect("live buffer")
@@ -85,7 +85,7 @@ impl NetBuffers {
     /// True while an operation on the buffer is in flight.
     #[must_use]
     pub fn is_busy(&self, id: NetBufferId) -> bool {
-        self.busy[id.0 as usize]
+        self.busy[id.0 as usize] > 0
     }
 
     /// Size of a live buffer.
@@ -104,8 +104,8 @@ impl NetBuffers {
         if completion.more() {
             return;
         }
-        assert!(self.busy[slot], "completion for an idle buffer");
-        self.busy[slot] = false;
+        assert_eq!(self.busy[slot], 1, "completion for an idle buffer");
+        self.busy[slot] = 0;
         if self.release_on_completion[slot] {
             self.release_on_completion[slot] = false;
             self.buffers[slot] = None;
@@ -113,21 +113,28 @@ impl NetBuffers {
         }
     }
 
-    fn pointer(&mut self, id: NetBufferId, offset: usize, length: usize) -> *mut u8 {
+    /// Lends `buffers[id][offset..offset + length]` to one kernel operation: its address, and
+    /// the buffer's busy count for `Ring::push_holding` to raise.
+    pub(super) fn lend(
+        &mut self,
+        id: NetBufferId,
+        offset: usize,
+        length: usize,
+    ) -> (*mut u8, &mut u32) {
         let slot = id.0 as usize;
-        assert!(!self.busy[slot], "{id:?} is already in flight");
+        assert_eq!(self.busy[slot], 0, "{id:?} is already in flight");
         let buffer = self.buffers[slot].as_ref().expect("live buffer");
         assert!(offset + length <= buffer.len(), "range outside {id:?}");
-        self.busy[slot] = true;
         // `offset` is within the allocation (asserted above).
-        buffer.as_mut_ptr().wrapping_add(offset)
+        let pointer = buffer.as_mut_ptr().wrapping_add(offset);
+        (pointer, &mut self.busy[slot])
     }
 }
 
 impl Drop for NetBuffers {
     fn drop(&mut self) {
         for (buffer, busy) in self.buffers.drain(..).zip(&self.busy) {
-            if *busy {
+            if *busy > 0 {
                 // The kernel may still write here: leak rather than free.
                 std::mem::forget(buffer);
             }
@@ -154,17 +161,13 @@ impl Ring {
         offset: usize,
     ) -> Result<(), SubmitError> {
         let length = buffers.size(id) - offset;
-        let pointer = buffers.pointer(id, offset, length);
+        let (pointer, busy) = buffers.lend(id, offset, length);
         let length = u32::try_from(length).expect("buffer fits u32");
         let entry = opcode::Recv::new(types::Fd(socket), pointer, length).build();
         let entry = entry.user_data(user_data(OWNER_NET, Some(id.0 as usize), tag));
-        // SAFETY: the buffer is owned by `buffers`, marked busy until `NetBuffers::complete`
+        // SAFETY: the buffer is owned by `buffers`, counted busy until `NetBuffers::complete`
         // sees this very completion, and leaked if the pool is dropped before that.
-        let result = unsafe { self.push(&[entry]) };
-        if result.is_err() {
-            buffers.busy[id.0 as usize] = false;
-        }
-        result
+        unsafe { self.push_holding(&[entry], busy) }
     }
 
     /// Sends `buffers[id][offset..offset + length]`.
@@ -177,37 +180,14 @@ impl Ring {
         offset: usize,
         length: usize,
     ) -> Result<(), SubmitError> {
-        let pointer = buffers.pointer(id, offset, length);
+        let (pointer, busy) = buffers.lend(id, offset, length);
         let length = u32::try_from(length).expect("send fits u32");
         let entry = opcode::Send::new(types::Fd(socket), pointer, length)
             .flags(libc::MSG_NOSIGNAL)
             .build();
         let entry = entry.user_data(user_data(OWNER_NET, Some(id.0 as usize), tag));
         // SAFETY: as in `recv`.
-        let result = unsafe { self.push(&[entry]) };
-        if result.is_err() {
-            buffers.busy[id.0 as usize] = false;
-        }
-        result
-    }
-
-    /// Reads an eventfd's 8-byte counter into `buffers[id]`: the cross-shard wake-up.
-    pub fn read_eventfd(
-        &mut self,
-        tag: u32,
-        eventfd: RawFd,
-        buffers: &mut NetBuffers,
-        id: NetBufferId,
-    ) -> Result<(), SubmitError> {
-        let pointer = buffers.pointer(id, 0, 8);
-        let entry = opcode::Read::new(types::Fd(eventfd), pointer, 8).build();
-        let entry = entry.user_data(user_data(OWNER_NET, Some(id.0 as usize), tag));
-        // SAFETY: as in `recv`.
-        let result = unsafe { self.push(&[entry]) };
-        if result.is_err() {
-            buffers.busy[id.0 as usize] = false;
-        }
-        result
+        unsafe { self.push_holding(&[entry], busy) }
     }
 
     /// Cancels every request on `socket` (their completions still arrive, with -ECANCELED).
@@ -290,95 +270,6 @@ impl Socket {
     pub fn set_nodelay(socket: RawFd) -> io::Result<()> {
         set_option(socket, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1)
     }
-
-    /// A non-blocking eventfd for cross-shard wake-ups.
-    pub fn eventfd() -> io::Result<OwnedFd> {
-        // SAFETY: plain eventfd creation; owned right after.
-        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: `fd` is fresh and owned by nobody else.
-        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-    }
-
-    /// Adds one to an eventfd's counter, waking the ring that reads it.
-    pub fn eventfd_signal(eventfd: RawFd) -> io::Result<()> {
-        let value: u64 = 1;
-        // SAFETY: writes 8 bytes from a valid local to an eventfd.
-        let count = unsafe { libc::write(eventfd, std::ptr::addr_of!(value).cast(), 8) };
-        if count == 8 || io::Error::last_os_error().kind() == io::ErrorKind::WouldBlock {
-            Ok(())
-        } else {
-            Err(io::Error::last_os_error())
-        }
-    }
-
-    /// Installs SIGINT and SIGTERM handlers that only set the returned flag, so shard loops
-    /// can stop gracefully (they check it every turn). Idempotent: later calls return the same
-    /// flag. SIGPIPE is ignored too, so a peer that went away shows up as EPIPE, not a kill.
-    pub fn install_shutdown_signals() -> io::Result<&'static AtomicBool> {
-        for signal in [libc::SIGINT, libc::SIGTERM] {
-            let handler = shutdown_signal_handler as extern "C" fn(libc::c_int);
-            // SAFETY: the handler only stores to a static atomic, which is async-signal-safe;
-            // `signal` with a valid signal number and function pointer has no other effect.
-            let previous = unsafe { libc::signal(signal, handler as libc::sighandler_t) };
-            if previous == libc::SIG_ERR {
-                return Err(io::Error::last_os_error());
-            }
-        }
-        // SAFETY: ignoring SIGPIPE installs no code at all.
-        if unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) } == libc::SIG_ERR {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(&SHUTDOWN_REQUESTED)
-    }
-
-    /// Raises the soft limit on open files to the hard limit and returns the new soft limit:
-    /// every connection is a descriptor, and the common soft default of 1024 is below a
-    /// single shard's `connections_max`.
-    pub fn open_files_limit_raise() -> io::Result<u64> {
-        let mut limit = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: `limit` is valid writable memory for one rlimit.
-        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        if limit.rlim_cur < limit.rlim_max {
-            limit.rlim_cur = limit.rlim_max;
-            // SAFETY: sets the soft limit to the process's own hard limit, always allowed.
-            if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } != 0 {
-                return Err(io::Error::last_os_error());
-            }
-        }
-        Ok(limit.rlim_cur)
-    }
-
-    /// Voluntary and involuntary context switches of the calling thread (getrusage).
-    #[must_use]
-    pub fn thread_context_switches() -> (u64, u64) {
-        // SAFETY: an all-zero rusage is a valid value to be overwritten.
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: `usage` is valid writable memory for one rusage.
-        let result = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) };
-        if result != 0 {
-            return (0, 0);
-        }
-        let voluntary = u64::try_from(usage.ru_nvcsw).unwrap_or(0);
-        let involuntary = u64::try_from(usage.ru_nivcsw).unwrap_or(0);
-        (voluntary, involuntary)
-    }
-}
-
-/// Set by SIGINT/SIGTERM; see `Socket::install_shutdown_signals`.
-static SHUTDOWN_REQUESTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn shutdown_signal_handler(_signal: libc::c_int) {
-    // Only an atomic store: anything else (allocation, locks, printing) is not
-    // async-signal-safe.
-    SHUTDOWN_REQUESTED.store(true, Ordering::SeqCst);
 }
 
 fn set_option(socket: RawFd, level: i32, name: i32, value: i32) -> io::Result<()> {

@@ -29,7 +29,7 @@ use crate::request::pending::Token;
 use crate::request::Bookie;
 use crate::router::{Mail, Router, ShardId};
 use crate::run_delay::RunDelay;
-use engine::uring::{Completion, NetBufferId, NetBuffers, PollEnd, Ring, Socket};
+use engine::uring::{Completion, NetBufferId, NetBuffers, PollEnd, Ring, Thread};
 use engine::Event;
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -307,7 +307,7 @@ struct Polling {
 impl Shard {
     /// The loop; returns when every shard is stopped and drained.
     fn run(mut self) -> ShardReport {
-        let switches_start = Socket::thread_context_switches();
+        let switches_start = Thread::context_switches();
         loop {
             self.bookie.progress = false;
             self.bookie.stats.turns += 1;
@@ -341,7 +341,7 @@ impl Shard {
                 self.wait();
             }
         }
-        let switches_end = Socket::thread_context_switches();
+        let switches_end = Thread::context_switches();
         ShardReport {
             id: self.id,
             core: self.core,

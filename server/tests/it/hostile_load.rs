@@ -223,7 +223,7 @@ fn a_good_client_keeps_its_latency_among_hostile_ones() {
         return;
     }
     // 5,000 idle connections plus everything else need descriptors on both sides.
-    let limit = engine::uring::Socket::open_files_limit_raise().unwrap();
+    let limit = engine::uring::Process::open_files_limit_raise().unwrap();
     assert!(
         limit > u64::try_from(IDLE_CONNECTIONS).unwrap() + 1_000,
         "open-files hard limit {limit} is too low for this test"
