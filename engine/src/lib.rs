@@ -1,9 +1,13 @@
 //! ringlog storage engine: one shard's journal on one core.
 //!
-//! A `Journal` stages records into one contiguous 4 KiB-aligned buffer, commits it as one
-//! O_DIRECT write linked to an fdatasync, reports records durable strictly in journal order,
-//! keeps an in-memory index per ledger, serves reads, and rebuilds everything on open.
-//! Storage is behind the `Disk` trait (`uring::UringDisk` or `disk::sim::SimDisk`).
+//! A `Journal` stages records into one contiguous 4 KiB-aligned buffer, commits it, reports
+//! records durable strictly in journal order, keeps an in-memory index per ledger, serves
+//! reads, and rebuilds everything on open. A commit is one O_DIRECT write with RWF_DSYNC
+//! (`SyncMode::Dsync`, the default), or one write linked to an fdatasync: with
+//! `SyncMode::LinkedFdatasync` (`--sync-mode linked-fdatasync`), and in either mode for a
+//! commit holding deferred (DEFERRED_SYNC) adds, which are acknowledged when the write lands,
+//! before the sync (docs/durability.md). Storage is behind the `Disk` trait
+//! (`uring::UringDisk` or `disk::sim::SimDisk`).
 
 // All io_uring and other system-call `unsafe` lives in `uring`; the compiler enforces it.
 #![deny(unsafe_code)]
