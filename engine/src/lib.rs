@@ -14,6 +14,8 @@
 
 pub mod config;
 pub mod constants;
+#[cfg(any(test, feature = "counting-allocator"))]
+pub mod counting_allocator;
 pub mod disk;
 pub mod error;
 pub mod ids;

@@ -23,9 +23,10 @@ pub struct Cli {
 /// Subcommands.
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Serve BookKeeper v2 clients (acks only after the journal write and fdatasync).
+    /// Serve BookKeeper clients, v2 and v3 protocols (an add is acked only once durable).
     ///
-    /// An add is acknowledged only after its journal write and fdatasync completed. Startup
+    /// An add is acknowledged only once durable: after its RWF_DSYNC journal write (or write
+    /// and linked fdatasync, --sync-mode) completed. Startup
     /// prints one line per shard, then "ringlog listening on ADDR with N shards"; SIGINT or
     /// SIGTERM stops accepting, answers what is in flight and prints a summary per shard.
     /// Exit codes: 0 after SIGINT/SIGTERM, 1 on a startup error, 2 when a journal write or

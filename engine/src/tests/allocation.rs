@@ -2,38 +2,12 @@
 
 use super::harness::{body, config_small, drive, KEY};
 
+use crate::counting_allocator::{allocations, CountingAllocator};
 use crate::journal::{AddOptions, Event, Journal};
 use crate::{EntryId, LedgerId, SimDisk};
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
-struct Counting;
-
-thread_local! {
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-// A global allocator cannot be written without `unsafe`; this one exists only in tests.
-#[allow(unsafe_code)]
-// SAFETY: forwards to the system allocator; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.with(|count| count.set(count.get() + 1));
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, pointer: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(pointer, layout) }
-    }
-}
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
-
-fn allocations() -> u64 {
-    ALLOCATIONS.with(Cell::get)
-}
+static GLOBAL: CountingAllocator = CountingAllocator;
 
 #[test]
 fn steady_state_add_and_stage_allocates_nothing_per_entry() {

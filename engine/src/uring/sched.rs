@@ -31,21 +31,7 @@ const _: () = assert!(std::mem::size_of::<SchedAttr>() == SCHED_ATTR_SIZE_VER0 a
 /// slices (before 6.12) ignore the value or refuse it; either way the thread keeps the
 /// default slice, and the error (if any) is returned for the caller to report.
 pub fn thread_slice_set(slice_ns: u64) -> io::Result<()> {
-    let mut attr = SchedAttr::default();
-    // SAFETY: `attr` is valid writable memory of the size passed; pid 0 is the calling
-    // thread; flags must be 0.
-    let result = unsafe {
-        libc::syscall(
-            libc::SYS_sched_getattr,
-            0,
-            std::ptr::from_mut(&mut attr),
-            SCHED_ATTR_SIZE_VER0,
-            0,
-        )
-    };
-    if result != 0 {
-        return Err(io::Error::last_os_error());
-    }
+    let mut attr = thread_attr()?;
     let fair = attr.sched_policy == libc::SCHED_OTHER as u32
         || attr.sched_policy == libc::SCHED_BATCH as u32;
     if !fair {
@@ -65,8 +51,14 @@ pub fn thread_slice_set(slice_ns: u64) -> io::Result<()> {
 
 /// The calling thread's scheduler slice request in nanoseconds (0: the kernel's default).
 pub fn thread_slice_ns() -> io::Result<u64> {
+    Ok(thread_attr()?.sched_runtime)
+}
+
+/// The calling thread's scheduling attributes.
+fn thread_attr() -> io::Result<SchedAttr> {
     let mut attr = SchedAttr::default();
-    // SAFETY: as in `thread_slice_set`.
+    // SAFETY: `attr` is valid writable memory of the size passed; pid 0 is the calling
+    // thread; flags must be 0.
     let result = unsafe {
         libc::syscall(
             libc::SYS_sched_getattr,
@@ -79,5 +71,5 @@ pub fn thread_slice_ns() -> io::Result<u64> {
     if result != 0 {
         return Err(io::Error::last_os_error());
     }
-    Ok(attr.sched_runtime)
+    Ok(attr)
 }

@@ -2,6 +2,7 @@
 //! operations have ended, and arming recvs, the accept and the eventfd read.
 
 use super::{tag, Shard, TAG_ACCEPT, TAG_CANCEL, TAG_EVENTFD, TAG_RECV, TAG_SEND};
+use crate::connection::Connection;
 use std::os::fd::AsRawFd;
 use std::time::Instant;
 
@@ -40,18 +41,12 @@ impl Shard {
             let fd = connection.fd.as_raw_fd();
             let tag = tag(TAG_SEND, index);
             let buffer = connection.send_buffer;
-            match self
-                .ring
-                .borrow_mut()
-                .send(tag, fd, &mut self.net, buffer, offset, length)
-            {
-                Ok(()) => {
-                    connection.send_armed = true;
-                    connection.operations_in_flight += 1;
-                }
-                // The queue was full even after an early submit: retry next turn.
-                Err(engine::disk::SubmitError::QueueFull) => self.bookie.progress = true,
-                Err(engine::disk::SubmitError::Io(_)) => connection.closing = true,
+            let result =
+                self.ring
+                    .borrow_mut()
+                    .send(tag, fd, &mut self.net, buffer, offset, length);
+            if operation_submitted(result, connection, &mut self.bookie.progress) {
+                connection.send_armed = true;
             }
         }
     }
@@ -132,17 +127,12 @@ impl Shard {
             connection.recv_buffer,
             connection.recv_filled,
         );
-        match self
-            .ring
-            .borrow_mut()
-            .recv(tag(TAG_RECV, index), fd, &mut self.net, buffer, offset)
-        {
-            Ok(()) => {
-                connection.recv_armed = true;
-                connection.operations_in_flight += 1;
-            }
-            Err(engine::disk::SubmitError::QueueFull) => self.bookie.progress = true,
-            Err(engine::disk::SubmitError::Io(_)) => connection.closing = true,
+        let result =
+            self.ring
+                .borrow_mut()
+                .recv(tag(TAG_RECV, index), fd, &mut self.net, buffer, offset);
+        if operation_submitted(result, connection, &mut self.bookie.progress) {
+            connection.recv_armed = true;
         }
     }
 
@@ -184,6 +174,31 @@ impl Shard {
             .is_ok()
         {
             self.listener.eventfd_armed = true;
+        }
+    }
+}
+
+/// What submitting one of a connection's socket operations means for it: true when the
+/// operation is in flight (counted on the connection); a queue still full after an early
+/// submit retries next turn (the turn counts as progress, so the loop does not sleep), and
+/// any other error closes the connection.
+fn operation_submitted(
+    result: Result<(), engine::disk::SubmitError>,
+    connection: &mut Connection,
+    progress: &mut bool,
+) -> bool {
+    match result {
+        Ok(()) => {
+            connection.operations_in_flight += 1;
+            true
+        }
+        Err(engine::disk::SubmitError::QueueFull) => {
+            *progress = true;
+            false
+        }
+        Err(engine::disk::SubmitError::Io(_)) => {
+            connection.closing = true;
+            false
         }
     }
 }

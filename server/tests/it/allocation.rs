@@ -2,37 +2,13 @@
 //! its response into a connection's (preallocated) output (a counting global allocator; it
 //! counts per thread, so the other tests of this binary do not disturb it).
 
+use engine::counting_allocator::{allocations, CountingAllocator};
 use prost::Message;
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use wire::v3::{self, proto, Body, Operation, ReadReply, Status};
 use wire::{decode_any_request, AnyRequest, DecodedAny, FRAME_SIZE_MAX_DEFAULT};
 
-struct Counting;
-
-thread_local! {
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-// SAFETY: forwards to the system allocator; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.with(|count| count.set(count.get() + 1));
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, pointer: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(pointer, layout) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
-
-fn allocations() -> u64 {
-    ALLOCATIONS.with(Cell::get)
-}
+static GLOBAL: CountingAllocator = CountingAllocator;
 
 fn frame(request: &proto::Request) -> Vec<u8> {
     let message = request.encode_to_vec();
