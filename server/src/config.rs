@@ -4,11 +4,17 @@
 //! a flag given on the command line overrides the file. Defaults live in `limits.rs`.
 
 use crate::limits;
+use clap::builder::TypedValueParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde::Deserialize;
+use std::ffi::OsStr;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::path::PathBuf;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+/// The name of shard K's journal directory in its data directory is this prefix and K.
+pub const JOURNAL_DIR_PREFIX: &str = "shard-";
 
 /// ringlog: a thread-per-core journal server that speaks the Apache BookKeeper bookie protocol
 /// (v2 binary). Each shard is one pinned thread with its own io_uring, journal and listener.
@@ -44,15 +50,71 @@ pub enum SyncModeName {
     Dsync,
 }
 
+/// `--data-dir` or `data_dir` as given, before `resolve` splits and checks it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DataDirList {
+    /// One string: the flag, or a TOML string; a comma-separated list of directories.
+    Joined(PathBuf),
+    /// A TOML array of strings, one directory each.
+    Items(Vec<PathBuf>),
+}
+
+impl<'de> Deserialize<'de> for DataDirList {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(DataDirListVisitor)
+    }
+}
+
+/// A hand-written visitor rather than `#[serde(untagged)]`, whose error for a wrong type
+/// ("data did not match any variant") would not say what the key takes.
+struct DataDirListVisitor;
+
+impl<'de> serde::de::Visitor<'de> for DataDirListVisitor {
+    type Value = DataDirList;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "a directory, a comma-separated list of directories, or an array of directories"
+        )
+    }
+
+    fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<DataDirList, E> {
+        Ok(DataDirList::Joined(PathBuf::from(value)))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<DataDirList, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element::<PathBuf>()? {
+            items.push(item);
+        }
+        Ok(DataDirList::Items(items))
+    }
+}
+
 /// Flags of `ringlog serve`; the same struct reads the config file (all fields optional so
 /// that flags can override the file field by field).
 #[derive(Args, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ServeArgs {
-    /// Directory holding one journal per shard, DIR/shard-K. Created if missing; must be on a
-    /// file system with O_DIRECT (ext4, xfs) unless --direct-io false. Required.
-    #[arg(long, value_name = "DIR")]
-    pub data_dir: Option<PathBuf>,
+    /// Directory holding one journal per shard, DIR/shard-K; or a comma-separated list of
+    /// directories, one per device (like BookKeeper's journalDirectories): shard K's journal
+    /// then lives in DIRS[K % N]/shard-K, round-robin. Each is created if missing and locked
+    /// (DIR/ringlog.lock), and must be on a file system with O_DIRECT (ext4, xfs) unless
+    /// --direct-io false. Spaces around an item are ignored; an empty item and a directory
+    /// listed twice are refused. The order matters: while a shard-K journal on disk is not
+    /// where the list and --shards place it (a reordered, shortened or lengthened list), the
+    /// start is refused, naming the directory found and the one expected, rather than start
+    /// that shard on an empty journal. With two or more directories each keeps the list in
+    /// DIR/ringlog.dirs, so that a directory dropped from the list is still checked and one
+    /// gone missing refuses the start. The ZooKeeper cookie (--zk) names the first directory
+    /// only. In the config file: the same string, or an array of strings. Required.
+    #[arg(
+        long,
+        value_name = "DIR[,DIR..]",
+        value_parser = clap::builder::PathBufValueParser::new().map(DataDirList::Joined)
+    )]
+    pub data_dir: Option<DataDirList>,
     /// Address to listen on; every shard binds it with SO_REUSEPORT. Port 0 picks a free port
     /// (printed at startup). Default: 0.0.0.0:3181.
     #[arg(long, value_name = "ADDR")]
@@ -168,8 +230,10 @@ pub struct ServeArgs {
 /// The validated server configuration.
 #[derive(Clone, Debug)]
 pub struct Config {
-    /// Parent of the per-shard journal directories.
-    pub data_dir: PathBuf,
+    /// The data directories, in the order given: shard K's journal directory is
+    /// `journal_dir(K)`. Never empty, no item twice (as written; `run` also compares them
+    /// canonicalised), at most `DATA_DIRS_MAX`.
+    pub data_dirs: Vec<PathBuf>,
     /// Address every shard binds.
     pub listen: SocketAddr,
     /// The core each shard is pinned to; its length is the shard count.
@@ -229,6 +293,13 @@ pub enum ConfigError {
     },
     /// Neither --data-dir nor `data_dir` was given.
     DataDirMissing,
+    /// An item of the --data-dir list is empty: two commas in a row, a comma at either end,
+    /// or `""` in a TOML array.
+    DataDirEmpty { list: String },
+    /// An item of a TOML `data_dir` array holds a comma: the flag could not spell the list.
+    DataDirComma { item: PathBuf },
+    /// The --data-dir list names one directory twice: its journals would be placed twice.
+    DataDirDuplicate { list: String, directory: PathBuf },
     /// A value is out of its bounds.
     OutOfBounds {
         option: &'static str,
@@ -267,6 +338,21 @@ impl std::fmt::Display for ConfigError {
                     "no data directory: pass --data-dir DIR (or data_dir in --config)"
                 )
             }
+            ConfigError::DataDirEmpty { list } => write!(
+                f,
+                "invalid --data-dir {list:?}: an item is empty (two commas in a row, a comma \
+                 at either end, or \"\" in an array); expected DIR[,DIR...]"
+            ),
+            ConfigError::DataDirComma { item } => write!(
+                f,
+                "invalid data_dir item {:?}: a data directory's path may not hold a comma",
+                item.display()
+            ),
+            ConfigError::DataDirDuplicate { list, directory } => write!(
+                f,
+                "invalid --data-dir {list:?}: {} is listed twice; list each directory once",
+                directory.display()
+            ),
             ConfigError::OutOfBounds { option, expected } => {
                 write!(f, "invalid --{option}: must be {expected}")
             }
@@ -359,7 +445,8 @@ impl ServeArgs {
     /// process may run on (passed in so the rules can be tested without the machine).
     pub fn resolve(self, cores_available: &[usize]) -> Result<Config, ConfigError> {
         let registration = self.registration()?;
-        let data_dir = self.data_dir.ok_or(ConfigError::DataDirMissing)?;
+        let data_dir = self.data_dir.as_ref().ok_or(ConfigError::DataDirMissing)?;
+        let data_dirs = data_dirs_parse(data_dir)?;
         let listen = self.listen.unwrap_or(SocketAddr::new(
             IpAddr::V4(Ipv4Addr::UNSPECIFIED),
             limits::LISTEN_PORT_DEFAULT,
@@ -387,7 +474,7 @@ impl ServeArgs {
         };
         journal.validate().map_err(ConfigError::Journal)?;
         let config = Config {
-            data_dir,
+            data_dirs,
             listen,
             shard_cores,
             journal,
@@ -532,6 +619,26 @@ impl Config {
         self.shard_cores.len()
     }
 
+    /// The data directory holding shard `shard`'s journal (`shard_data_dir`).
+    #[must_use]
+    pub fn shard_data_dir(&self, shard: usize) -> &Path {
+        shard_data_dir(&self.data_dirs, shard)
+    }
+
+    /// Shard `shard`'s journal directory (`journal_dir`).
+    #[must_use]
+    pub fn journal_dir(&self, shard: usize) -> PathBuf {
+        journal_dir(&self.data_dirs, shard)
+    }
+
+    /// The directory the ZooKeeper cookie names as the bookie's journal and ledger directory:
+    /// the first of the list. A cookie names one; the first keeps a one-directory bookie's
+    /// cookie what it was, and a list that only grows at its end keeps its cookie.
+    #[must_use]
+    pub fn data_dir_first(&self) -> &Path {
+        shard_data_dir(&self.data_dirs, 0)
+    }
+
     fn validate(&self) -> Result<(), ConfigError> {
         let check = |ok: bool, option, expected| {
             if ok {
@@ -599,6 +706,84 @@ impl Config {
         check(shards.contains(&self.shards()), "shards", "1..=64")?;
         Ok(())
     }
+}
+
+/// Splits and checks the --data-dir list: its items in order, spaces around each ignored.
+/// Refused: an empty item or list, a comma inside an item of an array, more than
+/// `DATA_DIRS_MAX` items, and a directory listed twice. Twice is compared as written, up to
+/// `.` components and repeated or trailing slashes (`Path`'s equality); the directories need
+/// not exist yet, so `run` compares them again canonicalised (symbolic links, `..`).
+pub fn data_dirs_parse(list: &DataDirList) -> Result<Vec<PathBuf>, ConfigError> {
+    let items: Vec<&[u8]> = match list {
+        DataDirList::Joined(joined) => joined
+            .as_os_str()
+            .as_bytes()
+            .split(|&byte| byte == b',')
+            .collect(),
+        DataDirList::Items(items) => items
+            .iter()
+            .map(|item| item.as_os_str().as_bytes())
+            .collect(),
+    };
+    if items.is_empty() {
+        return Err(ConfigError::DataDirMissing);
+    }
+    if items.len() > limits::DATA_DIRS_MAX {
+        return Err(ConfigError::OutOfBounds {
+            option: "data-dir",
+            expected: "a list of at most 64 directories",
+        });
+    }
+    let mut data_dirs: Vec<PathBuf> = Vec::with_capacity(items.len());
+    for item in items {
+        let directory = PathBuf::from(OsStr::from_bytes(item.trim_ascii()));
+        if directory.as_os_str().is_empty() {
+            return Err(ConfigError::DataDirEmpty {
+                list: data_dirs_display(list),
+            });
+        }
+        if directory.as_os_str().as_bytes().contains(&b',') {
+            return Err(ConfigError::DataDirComma { item: directory });
+        }
+        if data_dirs.contains(&directory) {
+            return Err(ConfigError::DataDirDuplicate {
+                list: data_dirs_display(list),
+                directory,
+            });
+        }
+        data_dirs.push(directory);
+    }
+    Ok(data_dirs)
+}
+
+/// The list as the flag would spell it, for messages.
+fn data_dirs_display(list: &DataDirList) -> String {
+    match list {
+        DataDirList::Joined(joined) => joined.to_string_lossy().into_owned(),
+        DataDirList::Items(items) => items
+            .iter()
+            .map(|item| item.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(","),
+    }
+}
+
+/// The data directory holding shard `shard`'s journal: `data_dirs[shard % N]`, round-robin
+/// like BookKeeper's journalDirectories, so N directories on N devices share the shards
+/// evenly and one directory holds them all, as before lists existed.
+#[must_use]
+pub fn shard_data_dir(data_dirs: &[PathBuf], shard: usize) -> &Path {
+    assert!(
+        !data_dirs.is_empty(),
+        "data_dirs_parse refuses an empty list"
+    );
+    &data_dirs[shard % data_dirs.len()]
+}
+
+/// Shard `shard`'s journal directory: `data_dirs[shard % N]/shard-K`.
+#[must_use]
+pub fn journal_dir(data_dirs: &[PathBuf], shard: usize) -> PathBuf {
+    shard_data_dir(data_dirs, shard).join(format!("{JOURNAL_DIR_PREFIX}{shard}"))
 }
 
 /// Parses `0,1` / `0-3,6` into a list of cores, in order, without duplicates.

@@ -1,14 +1,16 @@
 //! ringlog server: BookKeeper bookie (v2 and v3 protocols) on thread-per-core shards.
 //!
 //! `run` starts one shard per configured core (`shard`), each with its own io_uring, journal
-//! and SO_REUSEPORT listener; `router` places ledgers on shards and carries requests between
-//! them; `connection` holds per-connection state and what each request does; `registration` lists
+//! and SO_REUSEPORT listener, once `data_dirs` has locked the data directories and found every
+//! journal where the list places it; `router` places ledgers on shards and carries requests
+//! between them; `connection` holds per-connection state and what each request does; `registration` lists
 //! the bookie in ZooKeeper from its own thread (with --zk). The wire codec (v2 frames, v3
 //! protobuf messages) is the `wire` crate.
 #![forbid(unsafe_code)]
 
 pub mod config;
 mod connection;
+pub mod data_dirs;
 pub mod limits;
 mod poll_pause;
 pub mod registration;
@@ -45,15 +47,9 @@ pub enum RunError {
     Uring(engine::uring::UringUnavailable),
     /// The signal handlers could not be installed.
     Signals(std::io::Error),
-    /// The data directory cannot be created.
-    DataDir {
-        path: std::path::PathBuf,
-        error: std::io::Error,
-    },
-    /// Another process holds the data directory's lock.
-    DataDirInUse { path: std::path::PathBuf },
-    /// The data directory holds journals for more shards than configured.
-    ShardsFewerThanJournals { journals: usize, shards: usize },
+    /// The data directories cannot be used, or their journals are not where the list and
+    /// the shard count place them.
+    DataDirs(data_dirs::DataDirError),
     /// An eventfd, thread or channel could not be created.
     Setup {
         what: &'static str,
@@ -75,25 +71,7 @@ impl std::fmt::Display for RunError {
         match self {
             RunError::Uring(reason) => write!(f, "io_uring is not available: {}", reason.0),
             RunError::Signals(error) => write!(f, "cannot install signal handlers: {error}"),
-            RunError::DataDir { path, error } => {
-                write!(
-                    f,
-                    "cannot create data directory {}: {error}",
-                    path.display()
-                )
-            }
-            RunError::DataDirInUse { path } => write!(
-                f,
-                "data directory in use: another ringlog process holds {}",
-                path.display()
-            ),
-            RunError::ShardsFewerThanJournals { journals, shards } => write!(
-                f,
-                "the data directory holds journals shard-0..shard-{} but only {shards} shards \
-                 are configured: start with --shards {journals} or more (a journal left \
-                 unopened would make its ledgers unreadable)",
-                journals - 1
-            ),
+            RunError::DataDirs(error) => write!(f, "{error}"),
             RunError::Setup { what, error } => write!(f, "cannot create {what}: {error}"),
             RunError::Shard { shard, error } => write!(f, "shard {shard}: {error}"),
             RunError::Bind { address, error } => write!(f, "cannot listen on {address}: {error}"),
@@ -131,13 +109,9 @@ pub fn run(config: Config) -> Result<Outcome, RunError> {
     engine::uring::Ring::probe().map_err(RunError::Uring)?;
     let shutdown = engine::uring::Process::install_shutdown_signals().map_err(RunError::Signals)?;
     open_files_check(&config);
-    std::fs::create_dir_all(&config.data_dir).map_err(|error| RunError::DataDir {
-        path: config.data_dir.clone(),
-        error,
-    })?;
     // Held until exit: two servers appending to one journal would corrupt it.
-    let _lock = data_dir_lock(&config.data_dir)?;
-    shard_directories_check(&config.data_dir, config.shards())?;
+    let _locks = data_dirs::prepare(&config).map_err(RunError::DataDirs)?;
+    data_dirs_unused_warn(&config);
     let shards = config.shards();
     let (router, mailboxes) =
         Router::new(shards, limits::MAILBOX_MESSAGES_MAX).map_err(|error| RunError::Setup {
@@ -194,46 +168,21 @@ pub fn run(config: Config) -> Result<Outcome, RunError> {
     })
 }
 
-/// Takes an exclusive lock on `DATA_DIR/ringlog.lock` (released by the kernel at exit, even
-/// after SIGKILL).
-fn data_dir_lock(data_dir: &std::path::Path) -> Result<std::fs::File, RunError> {
-    let path = data_dir.join("ringlog.lock");
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|error| RunError::DataDir {
-            path: path.clone(),
-            error,
-        })?;
-    match file.try_lock() {
-        Ok(()) => Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => Err(RunError::DataDirInUse { path }),
-        Err(std::fs::TryLockError::Error(error)) => Err(RunError::DataDir { path, error }),
+/// Warns when --data-dir lists more directories than there are shards: the last ones hold no
+/// journal (they are still locked, and take journals once --shards grows).
+fn data_dirs_unused_warn(config: &Config) {
+    let Some(unused) = config.data_dirs.get(config.shards()..) else {
+        return;
+    };
+    for directory in unused {
+        eprintln!(
+            "ringlog: warning: data directory {} holds no journal: --data-dir lists {} \
+             directories for {} shards",
+            directory.display(),
+            config.data_dirs.len(),
+            config.shards()
+        );
     }
-}
-
-/// Refuses to start with fewer shards than the data directory has journals: the ledgers of
-/// a journal left unopened would answer ENOLEDGER, and acked data must never read as absent.
-fn shard_directories_check(data_dir: &std::path::Path, shards: usize) -> Result<(), RunError> {
-    let entries = std::fs::read_dir(data_dir).map_err(|error| RunError::DataDir {
-        path: data_dir.to_path_buf(),
-        error,
-    })?;
-    let journals = entries
-        .filter_map(Result::ok)
-        .filter_map(|entry| {
-            let name = entry.file_name();
-            name.to_str()?.strip_prefix("shard-")?.parse::<usize>().ok()
-        })
-        .map(|shard| shard + 1)
-        .max()
-        .unwrap_or(0);
-    if journals > shards {
-        return Err(RunError::ShardsFewerThanJournals { journals, shards });
-    }
-    Ok(())
 }
 
 /// Waits for the shards to stop, then for the registration thread, which began
@@ -261,9 +210,14 @@ fn registration_start(
     let Some(settings) = config.registration.clone() else {
         return Ok(None);
     };
-    Registration::start(settings, &config.data_dir, Arc::clone(router), shutdown)
-        .map(Some)
-        .map_err(RunError::Registration)
+    Registration::start(
+        settings,
+        config.data_dir_first(),
+        Arc::clone(router),
+        shutdown,
+    )
+    .map(Some)
+    .map_err(RunError::Registration)
 }
 
 /// With --zk, waits for the ZooKeeper session before binding (an unreachable ZooKeeper

@@ -10,6 +10,10 @@ pub const LISTEN_PORT_DEFAULT: u16 = 3181;
 /// Most shards per process: shard ids travel as `u16` in the ownership map, and 64 is far more
 /// cores than one journal disk can use.
 pub const SHARDS_MAX: usize = 64;
+/// Most data directories in --data-dir: each holds at least one shard's journal when there are
+/// as many shards as directories, and more directories than the most shards would leave some
+/// empty for good.
+pub const DATA_DIRS_MAX: usize = SHARDS_MAX;
 
 /// Smallest frame limit: Pulsar's `nettyMaxFrameSizeBytes` (5 MiB + 10 KiB), which every client
 /// we serve may send (protocol §1.1).

@@ -228,7 +228,8 @@ enum Reply {
 
 impl Registration {
     /// Starts the registration thread; it connects at once. It stops (deregistering first)
-    /// when `router` stops or `shutdown` is set.
+    /// when `router` stops or `shutdown` is set. `data_dir` is the directory the cookie names
+    /// (`Config::data_dir_first`).
     pub fn start(
         config: RegistrationConfig,
         data_dir: &Path,

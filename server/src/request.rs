@@ -46,7 +46,7 @@ pub fn handle(
 pub struct Bookie {
     /// This shard.
     pub shard: ShardId,
-    /// This shard's journal (DATA_DIR/shard-K).
+    /// This shard's journal (`Config::journal_dir`: DIRS[K % N]/shard-K).
     pub journal: Journal<UringDisk>,
     /// Placement and mailboxes shared by all shards.
     pub router: Arc<Router>,
@@ -62,7 +62,8 @@ pub struct Bookie {
     pub parked: Vec<v3::LongPoll>,
     /// The earliest deadline in `parked`: the loop sleeps no longer than until then.
     pub parked_deadline_next: Option<Instant>,
-    /// The data directory (GET_BOOKIE_INFO reports its file system's capacity).
+    /// The data directory holding this shard's journal (GET_BOOKIE_INFO reports its file
+    /// system's capacity: the device this shard writes to, of several with a list).
     pub data_dir: std::path::PathBuf,
     /// Largest request frame, length prefix included.
     pub frame_size_max: u32,

@@ -30,6 +30,7 @@ const STEPS_PER_CALL_MAX: usize = 4;
 pub(super) struct Control {
     pub config: RegistrationConfig,
     pub paths: Paths,
+    /// The directory the cookie names: the first of --data-dir.
     pub data_dir: PathBuf,
     pub router: Arc<Router>,
     pub shutdown: &'static AtomicBool,

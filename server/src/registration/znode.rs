@@ -160,8 +160,9 @@ impl std::fmt::Display for CookieError {
 }
 
 impl Cookie {
-    /// The cookie of a ringlog bookie `id` whose shards' journals live under `data_dir`:
-    /// that one directory is both its journal and its ledger directory.
+    /// The cookie of a ringlog bookie `id` whose shards' journals live under `data_dir` (the
+    /// first of --data-dir when it lists several): that one directory is both its journal
+    /// and its ledger directory.
     #[must_use]
     pub fn new(id: &str, data_dir: &str, instance_id: Option<String>) -> Cookie {
         Cookie {

@@ -111,7 +111,7 @@ impl Shard {
             Ok(ring) => Rc::new(RefCell::new(ring)),
             Err(error) => return Err(StartError::Ring(error)),
         };
-        let directory = config.data_dir.join(format!("shard-{id}"));
+        let directory = config.journal_dir(usize::from(id));
         let disk = match UringDisk::open(ring.clone(), &directory, config.direct_io) {
             Ok(disk) => disk,
             Err(error) => return Err(StartError::DataDir { directory, error }),
@@ -143,7 +143,7 @@ impl Shard {
             read_retry: VecDeque::with_capacity(limits::READ_RETRY_QUEUE_MAX),
             parked: Vec::with_capacity(limits::PARKED_READS_MAX),
             parked_deadline_next: None,
-            data_dir: config.data_dir.clone(),
+            data_dir: config.shard_data_dir(usize::from(id)).to_path_buf(),
             frame_size_max: config.frame_size_max,
             stats: ShardStats::default(),
             progress: false,
@@ -237,10 +237,7 @@ impl Shard {
             "shard {}: core {}, journal {} ({} ledgers, {} torn tail truncated), listening on {}",
             self.id,
             self.core,
-            self.config
-                .data_dir
-                .join(format!("shard-{}", self.id))
-                .display(),
+            self.config.journal_dir(usize::from(self.id)).display(),
             self.bookie.journal.index().ledger_count(),
             stats.torn_tail_truncations,
             address

@@ -1,6 +1,12 @@
-//! Config resolution without a server: core lists, shard placement, defaults and bounds.
+//! Config resolution without a server: core lists, shard placement, data directory lists and
+//! journal placement, defaults and bounds.
 
-use server::config::{cores_parse, shard_cores, ServeArgs};
+use clap::Parser;
+use server::config::{
+    cores_parse, journal_dir, shard_cores, shard_data_dir, Cli, Command, DataDirList, ServeArgs,
+};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 #[test]
 fn core_lists_parse_lists_and_ranges() {
@@ -37,7 +43,7 @@ fn shards_follow_cores() {
 #[test]
 fn defaults_and_bounds() {
     let args = ServeArgs {
-        data_dir: Some("/data".into()),
+        data_dir: Some(DataDirList::Joined("/data".into())),
         ..ServeArgs::default()
     };
     let config = args.resolve(&[0, 1, 2]).unwrap();
@@ -61,7 +67,7 @@ fn defaults_and_bounds() {
         "data_dir is required"
     );
     let bad = |args: ServeArgs| ServeArgs {
-        data_dir: Some("/data".into()),
+        data_dir: Some(DataDirList::Joined("/data".into())),
         ..args
     };
     assert!(bad(ServeArgs {
@@ -126,7 +132,7 @@ fn defaults_and_bounds() {
 #[test]
 fn zookeeper_options_default_and_need_zk() {
     let with = |args: ServeArgs| ServeArgs {
-        data_dir: Some("/data".into()),
+        data_dir: Some(DataDirList::Joined("/data".into())),
         ..args
     };
     let config = with(ServeArgs::default()).resolve(&[0]).unwrap();
@@ -175,7 +181,7 @@ fn zookeeper_options_default_and_need_zk() {
 #[test]
 fn zookeeper_options_are_checked() {
     let zk = |args: ServeArgs| ServeArgs {
-        data_dir: Some("/data".into()),
+        data_dir: Some(DataDirList::Joined("/data".into())),
         zk: args.zk.or(Some("127.0.0.1:2181".into())),
         ..args
     };
@@ -265,4 +271,175 @@ fn zookeeper_options_come_from_the_config_file_too() {
     );
     assert_eq!(registration.session_timeout.as_millis(), 4000);
     assert_eq!(registration.connect_timeout.as_millis(), 5000);
+}
+
+/// Where a --data-dir list comes from in `data_dirs_check`.
+#[derive(Clone, Copy, Debug)]
+enum Source<'a> {
+    /// `--data-dir VALUE` on the command line.
+    Flag(&'a str),
+    /// The config file `data_dir = VALUE`, VALUE in TOML syntax.
+    File(&'a str),
+}
+
+/// Resolves the list from `source`; `expect` is the directories, or the error message.
+fn data_dirs_check(source: Source<'_>, expect: Result<&[&str], &str>) {
+    // A directory per call: the tests of this binary run in parallel in one process.
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, Ordering::Relaxed);
+    let dir = crate::support::TestDir::new(&format!("config-data-dirs-{call}"));
+    let args = match source {
+        Source::Flag(value) => {
+            let cli = Cli::try_parse_from(["ringlog", "serve", "--data-dir", value]).unwrap();
+            let Command::Serve(args) = cli.command;
+            args
+        }
+        Source::File(value) => {
+            let path = dir.0.join("ringlog.toml");
+            std::fs::write(&path, format!("data_dir = {value}\n")).unwrap();
+            ServeArgs {
+                config: Some(path),
+                ..ServeArgs::default()
+            }
+        }
+    };
+    let resolved = args.merge_config_file().and_then(|args| args.resolve(&[0]));
+    match (resolved, expect) {
+        (Ok(config), Ok(expect)) => {
+            let expect: Vec<PathBuf> = expect.iter().map(PathBuf::from).collect();
+            assert_eq!(config.data_dirs, expect, "{source:?}");
+        }
+        (Err(error), Err(expect)) => assert_eq!(error.to_string(), expect, "{source:?}"),
+        (resolved, expect) => panic!(
+            "{source:?}: {:?}, expected {expect:?}",
+            resolved.map(|c| c.data_dirs)
+        ),
+    }
+}
+
+#[test]
+fn data_dir_lists_come_from_the_flag_and_the_file() {
+    let ok = |dirs: &'static [&'static str]| Ok(dirs);
+    data_dirs_check(Source::Flag("/data"), ok(&["/data"]));
+    data_dirs_check(Source::Flag("/mnt/a,/mnt/b"), ok(&["/mnt/a", "/mnt/b"]));
+    data_dirs_check(Source::Flag(" /mnt/a , /mnt/b "), ok(&["/mnt/a", "/mnt/b"]));
+    data_dirs_check(
+        Source::Flag("relative,/mnt/b/"),
+        ok(&["relative", "/mnt/b/"]),
+    );
+    data_dirs_check(Source::File("\"/data\""), ok(&["/data"]));
+    data_dirs_check(Source::File("\"/mnt/a,/mnt/b\""), ok(&["/mnt/a", "/mnt/b"]));
+    data_dirs_check(
+        Source::File("[\"/mnt/a\", \"/mnt/b\"]"),
+        ok(&["/mnt/a", "/mnt/b"]),
+    );
+    data_dirs_check(Source::File("[\"/data\"]"), ok(&["/data"]));
+}
+
+#[test]
+fn data_dir_lists_refuse_empty_items_and_duplicates() {
+    let empty = |list: &str| {
+        format!(
+            "invalid --data-dir {list:?}: an item is empty (two commas in a row, a comma at \
+             either end, or \"\" in an array); expected DIR[,DIR...]"
+        )
+    };
+    for list in ["/a,,/b", "/a,", ",/a", "/a, ,/b"] {
+        data_dirs_check(Source::Flag(list), Err(&empty(list)));
+        data_dirs_check(Source::File(&format!("{list:?}")), Err(&empty(list)));
+    }
+    data_dirs_check(Source::File("\"\""), Err(&empty("")));
+    data_dirs_check(Source::File("[\"/a\", \"\"]"), Err(&empty("/a,")));
+    data_dirs_check(
+        Source::File("[]"),
+        Err("no data directory: pass --data-dir DIR (or data_dir in --config)"),
+    );
+    let twice = |list: &str, directory: &str| {
+        format!(
+            "invalid --data-dir {list:?}: {directory} is listed twice; list each directory once"
+        )
+    };
+    for (list, directory) in [
+        ("/a,/b,/a", "/a"),
+        ("/a,/a/", "/a/"),
+        ("/a,/b,/a/./", "/a/./"),
+        ("/a,//a", "//a"),
+        ("a,a", "a"),
+    ] {
+        data_dirs_check(Source::Flag(list), Err(&twice(list, directory)));
+    }
+    data_dirs_check(Source::File("[\"/a\", \"/a\"]"), Err(&twice("/a,/a", "/a")));
+    data_dirs_check(
+        Source::File("[\"/a,/b\"]"),
+        Err("invalid data_dir item \"/a,/b\": a data directory's path may not hold a comma"),
+    );
+    let many = (0..65)
+        .map(|index| format!("/d{index}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    data_dirs_check(
+        Source::Flag(&many),
+        Err("invalid --data-dir: must be a list of at most 64 directories"),
+    );
+    let sixty_four = (0..64)
+        .map(|index| format!("/d{index}"))
+        .collect::<Vec<_>>();
+    let sixty_four: Vec<&str> = sixty_four.iter().map(String::as_str).collect();
+    data_dirs_check(Source::Flag(&sixty_four.join(",")), Ok(&sixty_four));
+    // Neither a string nor an array: the parse error says what the key takes.
+    let dir = crate::support::TestDir::new("config-data-dir-type");
+    let path = dir.0.join("ringlog.toml");
+    std::fs::write(&path, "data_dir = 5\n").unwrap();
+    let args = ServeArgs {
+        config: Some(path),
+        ..ServeArgs::default()
+    };
+    let error = args.merge_config_file().unwrap_err().to_string();
+    assert!(
+        error.contains("a directory, a comma-separated list of directories, or an array"),
+        "{error}"
+    );
+    // The flag refuses an empty value before any list is made.
+    assert!(Cli::try_parse_from(["ringlog", "serve", "--data-dir", ""]).is_err());
+}
+
+#[test]
+fn journals_are_placed_round_robin_over_the_data_dirs() {
+    let one = [PathBuf::from("/data")];
+    for shard in 0..4 {
+        assert_eq!(shard_data_dir(&one, shard), PathBuf::from("/data"));
+        // One directory: the same paths as before lists existed.
+        assert_eq!(
+            journal_dir(&one, shard),
+            PathBuf::from(format!("/data/shard-{shard}"))
+        );
+    }
+    let three = [
+        PathBuf::from("/mnt/a"),
+        PathBuf::from("/mnt/b"),
+        PathBuf::from("/mnt/c"),
+    ];
+    let placed: Vec<PathBuf> = (0..7).map(|shard| journal_dir(&three, shard)).collect();
+    let expect: Vec<PathBuf> = [
+        "/mnt/a/shard-0",
+        "/mnt/b/shard-1",
+        "/mnt/c/shard-2",
+        "/mnt/a/shard-3",
+        "/mnt/b/shard-4",
+        "/mnt/c/shard-5",
+        "/mnt/a/shard-6",
+    ]
+    .iter()
+    .map(PathBuf::from)
+    .collect();
+    assert_eq!(placed, expect);
+    let args = ServeArgs {
+        data_dir: Some(DataDirList::Joined("/mnt/a,/mnt/b".into())),
+        shards: Some(3),
+        ..ServeArgs::default()
+    };
+    let config = args.resolve(&[0, 1, 2]).unwrap();
+    assert_eq!(config.journal_dir(2), PathBuf::from("/mnt/a/shard-2"));
+    assert_eq!(config.shard_data_dir(1), PathBuf::from("/mnt/b"));
+    assert_eq!(config.data_dir_first(), PathBuf::from("/mnt/a"));
 }

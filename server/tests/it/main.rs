@@ -10,6 +10,7 @@ mod allocation;
 mod backpressure;
 mod config;
 mod cross_shard;
+mod data_dirs;
 mod disk_full;
 mod durability;
 mod fencing;

@@ -375,6 +375,31 @@ fn a_node_held_by_a_live_session_fails_the_start_and_stays() {
 }
 
 #[test]
+fn the_cookie_names_the_first_data_directory() {
+    let (true, Some(address)) = (uring_available(), zookeeper()) else {
+        return;
+    };
+    let zk = Zk::connect(address);
+    let root = root("cookie-dirs");
+    let dir = TestDir::new("registration-cookie-dirs");
+    let (first, second) = (dir.0.join("first"), dir.0.join("second"));
+    let list = format!("{},{}", first.display(), second.display());
+    let extra = ["--data-dir", list.as_str()];
+    let server = Server::start(&first, 2, &zk_args(address, &root, &extra));
+    let id = server.address.to_string();
+    zk.wait_present(&available(&root, &id));
+    let cookie = String::from_utf8(zk.data(&format!("{root}/cookies/{id}"))).unwrap();
+    let journal = std::fs::canonicalize(&first).unwrap();
+    let expect = format!(
+        "5\nbookieHost: \"{id}\"\njournalDir: \"{0}\"\nledgerDirs: \"1\\t{0}\"\n",
+        journal.display()
+    );
+    assert_eq!(cookie, expect);
+    let exited = server.terminate();
+    assert_eq!(exited.status.code(), Some(0), "{:?}", exited.stderr);
+}
+
+#[test]
 fn a_cookie_for_another_journal_fails_the_start() {
     let (true, Some(address)) = (uring_available(), zookeeper()) else {
         return;

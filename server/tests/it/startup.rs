@@ -37,6 +37,16 @@ fn help_explains_every_option_with_its_default() {
         assert!(help.contains(option), "{option} missing from --help");
     }
     assert!(help.matches("Default:").count() >= 18, "{help}");
+    // --data-dir: the list, the placement rule, the refusal, and the cookie's directory.
+    for text in [
+        "comma-separated list",
+        "DIRS[K % N]/shard-K",
+        "the start is refused",
+        "cookie (--zk) names the first directory",
+        "an array of strings",
+    ] {
+        assert!(help.contains(text), "--data-dir help lacks {text:?}");
+    }
     let output = ringlog(&["--help"]);
     assert_eq!(output.status.code(), Some(0));
     assert!(String::from_utf8(output.stdout).unwrap().contains("serve"));
