@@ -4,6 +4,7 @@
 
 use crate::report::Report;
 use engine::disk::{BufferId, Disk, WriteSync};
+use engine::ids::FileId;
 use engine::uring::{Ring, UringDisk};
 use engine::SegmentId;
 use std::cell::RefCell;
@@ -66,9 +67,10 @@ fn measure(args: &DiskArgs, dir: &std::path::Path, file_size: u64) -> Result<Rep
         .map_err(|error| format!("opening {}: {error}", dir.display()))?;
     let chunk = 8 * 1024 * 1024;
     disk.buffers_allocate(&[chunk]);
-    let segment = SegmentId(0);
+    // The floor's file is an ordinary segment file, as the journal's are.
+    let segment = FileId::Segment(SegmentId(0));
     let buffer = BufferId(0);
-    disk.segment_create(segment, file_size)
+    disk.file_create(segment, file_size)
         .map_err(|e| format!("creating file: {e}"))?;
     // Zero-fill and sync: no unwritten extents, so no write pays for metadata.
     let mut position = 0;

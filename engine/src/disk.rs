@@ -7,7 +7,7 @@
 
 pub mod sim;
 
-use crate::ids::SegmentId;
+use crate::ids::FileId;
 use std::io;
 
 /// Index of a buffer allocated by `Disk::buffers_allocate`.
@@ -64,8 +64,10 @@ pub enum SubmitError {
     Io(io::Error),
 }
 
-/// Storage as the journal sees it. Blocking methods are only for open, recovery and the rare
-/// control operations; everything on the commit path is asynchronous.
+/// Storage as the journal sees it: one directory of files named by `FileId` (file_name.rs).
+/// Blocking methods are only for open, recovery and the rare control operations; everything on
+/// the commit path is asynchronous. The I/O methods address a file opened by `file_open` or
+/// `file_create`, before and after it is published alike.
 pub trait Disk {
     /// Allocates the disk-owned buffers, once: `sizes[i]` bytes for `BufferId(i)`, each
     /// 4 KiB-aligned and zeroed.
@@ -75,18 +77,32 @@ pub trait Disk {
     /// Write access to a buffer; panics if the buffer is in flight.
     fn buffer_mut(&mut self, id: BufferId) -> &mut [u8];
 
-    /// Published segments, sorted by id; unpublished temporaries are deleted.
-    fn segments_list(&mut self) -> io::Result<Vec<SegmentId>>;
-    /// Opens a published segment and returns its file size.
-    fn segment_open(&mut self, id: SegmentId) -> io::Result<u64>;
-    /// Creates the temporary file of a new segment and allocates `size` bytes for it.
-    fn segment_create(&mut self, id: SegmentId, size: u64) -> io::Result<()>;
-    /// Renames a prepared segment to its published name and fsyncs the directory.
-    fn segment_publish(&mut self, id: SegmentId) -> io::Result<()>;
+    /// Published files of every kind, sorted by `FileId`. Temporaries of any kind are files
+    /// whose preparation a crash cut short: they are deleted, and the directory synced if any
+    /// was, so a later crash cannot bring them back.
+    fn files_list(&mut self) -> io::Result<Vec<FileId>>;
+    /// Opens a published file (replacing a descriptor already open for `id`) and returns its
+    /// size.
+    fn file_open(&mut self, id: FileId) -> io::Result<u64>;
+    /// Creates the temporary file of `id` (deleting a stale temporary of that name first) and,
+    /// if `size` > 0, allocates `size` bytes for it. From here on `id` addresses the temporary
+    /// (a descriptor open on the published file is closed). `size` is the file's size for
+    /// good: writes must lie inside it (the simulator fails those that do not; no engine
+    /// write extends a file).
+    fn file_create(&mut self, id: FileId, size: u64) -> io::Result<()>;
+    /// Renames the temporary of `id` to its published name, atomically replacing a published
+    /// file of that name, and fsyncs the directory: the new file is durable under its name
+    /// when this returns. `id` keeps its descriptor.
+    fn file_publish(&mut self, id: FileId) -> io::Result<()>;
+    /// Closes the descriptor of `id`, if open, deletes its published file and fsyncs the
+    /// directory: the file is gone for good when this returns.
+    fn file_remove(&mut self, id: FileId) -> io::Result<()>;
+    /// Closes the descriptor of `id`, if open (a file done with need not hold one).
+    fn file_close(&mut self, id: FileId);
     /// Reads `length` bytes at `position` into the buffer; returns bytes read (short at EOF).
     fn read_blocking(
         &mut self,
-        id: SegmentId,
+        id: FileId,
         position: u64,
         buffer: BufferId,
         length: usize,
@@ -94,19 +110,19 @@ pub trait Disk {
     /// Writes `length` bytes of the buffer at `position`, all or an error.
     fn write_blocking(
         &mut self,
-        id: SegmentId,
+        id: FileId,
         position: u64,
         buffer: BufferId,
         length: usize,
     ) -> io::Result<()>;
-    /// fdatasync of a segment.
-    fn sync_blocking(&mut self, id: SegmentId) -> io::Result<()>;
+    /// fdatasync of a file.
+    fn sync_blocking(&mut self, id: FileId) -> io::Result<()>;
 
     /// Queues a write of `length` bytes of `buffer` at `position`, made durable as `sync` says.
     fn submit_write(
         &mut self,
         token: DiskToken,
-        id: SegmentId,
+        id: FileId,
         position: u64,
         buffer: BufferId,
         length: usize,
@@ -116,17 +132,17 @@ pub trait Disk {
     fn submit_zero(
         &mut self,
         token: DiskToken,
-        id: SegmentId,
+        id: FileId,
         position: u64,
         length: usize,
     ) -> Result<(), SubmitError>;
-    /// Queues an fdatasync of a segment.
-    fn submit_sync(&mut self, token: DiskToken, id: SegmentId) -> Result<(), SubmitError>;
+    /// Queues an fdatasync of a file.
+    fn submit_sync(&mut self, token: DiskToken, id: FileId) -> Result<(), SubmitError>;
     /// Queues a read of `length` bytes at `position` into `buffer`.
     fn submit_read(
         &mut self,
         token: DiskToken,
-        id: SegmentId,
+        id: FileId,
         position: u64,
         buffer: BufferId,
         length: usize,

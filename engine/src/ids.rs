@@ -21,6 +21,19 @@ pub const ENTRY_ID_EXPLICIT_LAC: EntryId = EntryId(-0x8000);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SegmentId(pub u32);
 
+/// A file of a shard's journal directory, as the `Disk` trait addresses it. Segments hold
+/// the journal; an index file belongs to one sealed segment; the checkpoint is one per
+/// directory. Ordered segments first, then index files, then the checkpoint, each by id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FileId {
+    /// Segment file `NNNNNNNNNN.segment`.
+    Segment(SegmentId),
+    /// Index file `NNNNNNNNNN.index` of the sealed segment with the same id.
+    Index(SegmentId),
+    /// The directory's checkpoint file, `checkpoint`.
+    Checkpoint,
+}
+
 /// A byte position inside one segment file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Position(pub u64);

@@ -18,6 +18,7 @@ pub mod constants;
 pub mod counting_allocator;
 pub mod disk;
 pub mod error;
+pub mod file_name;
 pub mod ids;
 pub mod index;
 pub mod journal;

@@ -16,7 +16,7 @@ use crate::constants::{
 };
 use crate::disk::{BufferId, Disk};
 use crate::error::{CorruptReason, OpenError};
-use crate::ids::{Location, Position, SegmentId, Sequence};
+use crate::ids::{FileId, Location, Position, SegmentId, Sequence};
 use crate::index::{Index, Slot};
 use crate::record::{self, RecordError, RecordHeader, RecordKind};
 use crate::stdx::{align_down_u64, align_up_u64, to_u64, to_usize};
@@ -48,9 +48,10 @@ impl<D: Disk> Window<'_, D> {
         if !inside {
             let start = align_down_u64(position, SECTOR);
             self.segment = None;
-            let count =
-                self.disk
-                    .read_blocking(segment, start, self.buffer, RECOVERY_CHUNK_SIZE)?;
+            let file = FileId::Segment(segment);
+            let count = self
+                .disk
+                .read_blocking(file, start, self.buffer, RECOVERY_CHUNK_SIZE)?;
             self.segment = Some(segment);
             self.start = start;
             self.length = count;
@@ -94,7 +95,16 @@ pub(crate) fn recover<D: Disk>(
     config: &Config,
     buffer: BufferId,
 ) -> Result<Recovered, OpenError> {
-    let segments = disk.segments_list().map_err(io_error("listing segments"))?;
+    let files = disk.files_list().map_err(io_error("listing files"))?;
+    // Index and checkpoint files are not the journal: they are neither scanned nor deleted.
+    let segments: Vec<SegmentId> = files
+        .into_iter()
+        .filter_map(|file| match file {
+            FileId::Segment(segment) => Some(segment),
+            FileId::Index(_) | FileId::Checkpoint => None,
+        })
+        .collect();
+    assert!(segments.windows(2).all(|pair| pair[0] < pair[1]));
     if segments.is_empty() {
         create_blocking(
             disk,
@@ -103,7 +113,7 @@ pub(crate) fn recover<D: Disk>(
             config.segment_zero_fill,
             buffer,
         )?;
-        disk.segment_open(SegmentId(0))
+        disk.file_open(FileId::Segment(SegmentId(0)))
             .map_err(io_error("opening segment"))?;
         return Ok(Recovered {
             index: Index::default(),
@@ -159,7 +169,7 @@ fn check_segment<D: Disk>(
     };
     let file_size = window
         .disk
-        .segment_open(segment)
+        .file_open(FileId::Segment(segment))
         .map_err(io_error("opening segment"))?;
     if file_size != size {
         return Err(OpenError::SegmentSize {
@@ -422,7 +432,8 @@ fn zero_range<D: Disk>(
     while chunk_start < end {
         let length = to_usize((end - chunk_start).min(to_u64(RECOVERY_CHUNK_SIZE)));
         let disk = &mut *window.disk;
-        let count = disk.read_blocking(segment, chunk_start, window.buffer, length);
+        let file = FileId::Segment(segment);
+        let count = disk.read_blocking(file, chunk_start, window.buffer, length);
         let count = count.map_err(io_error("reading torn tail"))?;
         if count < length {
             let error = io::Error::new(
@@ -436,13 +447,13 @@ fn zero_range<D: Disk>(
         }
         let keep = to_usize(from.saturating_sub(chunk_start)).min(length);
         disk.buffer_mut(window.buffer)[keep..length].fill(0);
-        disk.write_blocking(segment, chunk_start, window.buffer, length)
+        disk.write_blocking(file, chunk_start, window.buffer, length)
             .map_err(io_error("zeroing torn tail"))?;
         chunk_start += to_u64(length);
     }
     window
         .disk
-        .sync_blocking(segment)
+        .sync_blocking(FileId::Segment(segment))
         .map_err(io_error("syncing torn tail"))
 }
 
@@ -455,7 +466,8 @@ pub(crate) fn create_blocking<D: Disk>(
     zero_fill: bool,
     buffer: BufferId,
 ) -> Result<(), OpenError> {
-    disk.segment_create(segment, size)
+    let file = FileId::Segment(segment);
+    disk.file_create(file, size)
         .map_err(io_error("creating segment"))?;
     let chunk = to_u64(RECOVERY_CHUNK_SIZE);
     disk.buffer_mut(buffer).fill(0);
@@ -463,7 +475,7 @@ pub(crate) fn create_blocking<D: Disk>(
     let mut position = if zero_fill { 0 } else { size };
     while position < size {
         let length = to_usize((size - position).min(chunk));
-        disk.write_blocking(segment, position, buffer, length)
+        disk.write_blocking(file, position, buffer, length)
             .map_err(io_error("zero-filling segment"))?;
         position += to_u64(length);
     }
@@ -472,10 +484,10 @@ pub(crate) fn create_blocking<D: Disk>(
         segment,
         size,
     );
-    disk.write_blocking(segment, 0, buffer, SEGMENT_HEADER_SIZE)
+    disk.write_blocking(file, 0, buffer, SEGMENT_HEADER_SIZE)
         .map_err(io_error("writing segment header"))?;
-    disk.sync_blocking(segment)
+    disk.sync_blocking(file)
         .map_err(io_error("syncing segment"))?;
-    disk.segment_publish(segment)
+    disk.file_publish(file)
         .map_err(io_error("publishing segment"))
 }

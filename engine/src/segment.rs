@@ -1,4 +1,4 @@
-//! Segment files: naming and the header sector every segment starts with.
+//! Segment files: the header sector every segment starts with (names: `file_name.rs`).
 //!
 //! Header sector (little-endian; the rest of the 4 KiB sector is zero):
 //! `0 magic "RLGS" | 4 version u8 | 5..8 zero | 8 segment id u32 | 12 zero u32 |
@@ -11,32 +11,6 @@ use crate::ids::SegmentId;
 pub const SEGMENT_MAGIC: u32 = u32::from_le_bytes(*b"RLGS");
 /// Current segment format version.
 pub const SEGMENT_VERSION: u8 = 1;
-/// Suffix of a published segment file.
-pub const SEGMENT_SUFFIX: &str = ".segment";
-/// Suffix of a segment still being prepared; such files are deleted at open.
-pub const SEGMENT_TEMPORARY_SUFFIX: &str = ".segment.tmp";
-
-/// The published file name of a segment, e.g. `0000000007.segment`.
-#[must_use]
-pub fn segment_file_name(id: SegmentId) -> String {
-    format!("{:010}{SEGMENT_SUFFIX}", id.0)
-}
-
-/// The file name a segment has while it is zero-filled.
-#[must_use]
-pub fn segment_temporary_file_name(id: SegmentId) -> String {
-    format!("{:010}{SEGMENT_TEMPORARY_SUFFIX}", id.0)
-}
-
-/// Parses a published segment file name.
-#[must_use]
-pub fn parse_segment_file_name(name: &str) -> Option<SegmentId> {
-    let digits = name.strip_suffix(SEGMENT_SUFFIX)?;
-    if digits.len() != 10 || !digits.bytes().all(|byte| byte.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse().ok().map(SegmentId)
-}
 
 /// Fills `sector` with the header of segment `id`.
 pub fn encode_segment_header(sector: &mut [u8], id: SegmentId, segment_size: u64) {

@@ -1,9 +1,11 @@
 //! Unit tests of the engine, kept out of the library files.
 
 mod allocation;
+mod file_name;
 mod harness;
 mod journal;
 mod record;
 mod recovery;
+mod sim_disk;
 mod simulation;
 mod uring;

@@ -2,13 +2,13 @@
 //!
 //! Each file has a `live` image (what reads see: the page cache and device cache) and a
 //! `durable` image (what survives power loss). Writes reach `live` when they complete and
-//! `durable` only through a sync that covers them. Directory entries are durable only after a
-//! directory sync (`segment_publish`). `crash` drops everything not durable, except that writes
-//! not yet synced may land partially (torn, at 512-byte sector granularity or inside a sector).
+//! `durable` only through a sync that covers them. Directory entries (create, rename, remove)
+//! are durable only after a directory sync (`file_publish`, `file_remove`). `crash` drops
+//! everything not durable, except that writes not yet synced may land partially (torn, at
+//! 512-byte sector granularity or inside a sector). Every kind of file (`FileId`) behaves alike.
 
 use super::{BufferId, Disk, DiskCompletion, DiskOp, DiskToken, SubmitError, WriteSync};
-use crate::ids::SegmentId;
-use crate::segment::{segment_file_name, segment_temporary_file_name};
+use crate::ids::{FileId, SegmentId};
 use std::collections::BTreeMap;
 use std::io;
 
@@ -58,7 +58,8 @@ pub struct SimFaults {
     pub read_error_ppm: u32,
     /// A read returns one flipped bit.
     pub read_corrupt_ppm: u32,
-    /// Most segment files that may exist; creating more fails with ENOSPC.
+    /// Most segment files (published or temporary) that may exist; creating more fails with
+    /// ENOSPC. Index and checkpoint files neither count nor fail.
     pub segments_max: Option<usize>,
 }
 
@@ -68,6 +69,29 @@ struct SimFile {
     durable: Vec<u8>,
     /// Completed writes not yet covered by a sync: (completion number, position, bytes).
     unsynced: Vec<(u64, u64, Vec<u8>)>,
+}
+
+/// A directory entry: which file, under its temporary or its published name. Typed rather
+/// than spelled: names are `file_name.rs`'s job, and the simulator needs only their identity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Entry {
+    id: FileId,
+    temporary: bool,
+}
+
+impl Entry {
+    fn published(id: FileId) -> Entry {
+        Entry {
+            id,
+            temporary: false,
+        }
+    }
+    fn temporary(id: FileId) -> Entry {
+        Entry {
+            id,
+            temporary: true,
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -94,9 +118,11 @@ struct Pending {
 #[derive(Debug)]
 pub struct SimDisk {
     files: Vec<SimFile>,
-    directory_live: BTreeMap<String, usize>,
-    directory_durable: BTreeMap<String, usize>,
-    open: BTreeMap<SegmentId, usize>,
+    /// Directory entries -> index into `files`; a replaced or removed file stays in `files`.
+    directory_live: BTreeMap<Entry, usize>,
+    directory_durable: BTreeMap<Entry, usize>,
+    /// Open descriptors: which file each id addresses.
+    open: BTreeMap<FileId, usize>,
     buffers: Vec<Vec<u8>>,
     buffers_busy: Vec<u32>,
     queued: Vec<Pending>,
@@ -158,26 +184,36 @@ impl SimDisk {
         disk
     }
 
-    /// Adds a published, durable segment holding exactly `bytes` (fuzzing and tests of
-    /// recovery on arbitrary disk contents).
-    pub fn insert_segment(&mut self, id: SegmentId, bytes: Vec<u8>) {
+    /// Adds a published, durable file holding exactly `bytes`, replacing one of that name
+    /// (fuzzing and tests on arbitrary disk contents).
+    pub fn insert_file(&mut self, id: FileId, bytes: Vec<u8>) {
         let file = SimFile {
             live: bytes.clone(),
             durable: bytes,
             unsynced: Vec::new(),
         };
         self.files.push(file);
-        let name = segment_file_name(id);
-        self.directory_live
-            .insert(name.clone(), self.files.len() - 1);
-        self.directory_durable.insert(name, self.files.len() - 1);
+        let index = self.files.len() - 1;
+        self.directory_live.insert(Entry::published(id), index);
+        self.directory_durable.insert(Entry::published(id), index);
+    }
+
+    /// Adds a published, durable segment holding exactly `bytes` (fuzzing and tests of
+    /// recovery on arbitrary disk contents).
+    pub fn insert_segment(&mut self, id: SegmentId, bytes: Vec<u8>) {
+        self.insert_file(FileId::Segment(id), bytes);
+    }
+
+    /// The durable bytes of a published file (for tests that inspect or corrupt the disk).
+    pub fn durable_file_mut(&mut self, id: FileId) -> Option<&mut Vec<u8>> {
+        let index = *self.directory_durable.get(&Entry::published(id))?;
+        let file = self.files.get_mut(index)?;
+        Some(&mut file.durable)
     }
 
     /// The durable bytes of a published segment (for tests that inspect or corrupt the disk).
     pub fn durable_image_mut(&mut self, id: SegmentId) -> Option<&mut Vec<u8>> {
-        let index = *self.directory_durable.get(&segment_file_name(id))?;
-        let file = self.files.get_mut(index)?;
-        Some(&mut file.durable)
+        self.durable_file_mut(FileId::Segment(id))
     }
 
     /// Makes the live image equal the durable one for every file (after offline corruption).
@@ -193,7 +229,7 @@ impl SimDisk {
         self.queued.len() + self.pending.len()
     }
 
-    fn file_index(&self, id: SegmentId) -> io::Result<usize> {
+    fn file_index(&self, id: FileId) -> io::Result<usize> {
         self.open
             .get(&id)
             .copied()
@@ -409,36 +445,41 @@ impl Disk for SimDisk {
         &mut self.buffers[id.0 as usize]
     }
 
-    fn segments_list(&mut self) -> io::Result<Vec<SegmentId>> {
-        let temporaries: Vec<String> = self
+    fn files_list(&mut self) -> io::Result<Vec<FileId>> {
+        let temporaries: Vec<Entry> = self
             .directory_live
             .keys()
-            .filter(|name| name.ends_with(crate::segment::SEGMENT_TEMPORARY_SUFFIX))
-            .cloned()
+            .filter(|entry| entry.temporary)
+            .copied()
             .collect();
-        for name in temporaries {
-            self.directory_live.remove(&name);
-            self.directory_durable.remove(&name);
+        if !temporaries.is_empty() {
+            for entry in &temporaries {
+                self.directory_live.remove(entry);
+            }
+            // The removals are synced with the directory, like UringDisk's.
+            self.directory_durable = self.directory_live.clone();
         }
-        let names = self.directory_live.keys();
-        Ok(names
-            .filter_map(|name| crate::segment::parse_segment_file_name(name))
-            .collect())
+        let files: Vec<FileId> = self.directory_live.keys().map(|entry| entry.id).collect();
+        assert!(files.windows(2).all(|pair| pair[0] < pair[1]));
+        Ok(files)
     }
 
-    fn segment_open(&mut self, id: SegmentId) -> io::Result<u64> {
-        let name = segment_file_name(id);
+    fn file_open(&mut self, id: FileId) -> io::Result<u64> {
         let index = *self
             .directory_live
-            .get(&name)
+            .get(&Entry::published(id))
             .ok_or(io::ErrorKind::NotFound)?;
         self.open.insert(id, index);
         Ok(crate::stdx::to_u64(self.files[index].live.len()))
     }
 
-    fn segment_create(&mut self, id: SegmentId, size: u64) -> io::Result<()> {
-        if let Some(max) = self.faults.segments_max {
-            if self.directory_live.len() >= max {
+    fn file_create(&mut self, id: FileId, size: u64) -> io::Result<()> {
+        if let (Some(max), FileId::Segment(_)) = (self.faults.segments_max, id) {
+            let segments = self.directory_live.keys();
+            let segments = segments.filter(|entry| matches!(entry.id, FileId::Segment(_)));
+            // A stale temporary of the same name is replaced, so it does not count.
+            let stale = self.directory_live.contains_key(&Entry::temporary(id));
+            if segments.count() - usize::from(stale) >= max {
                 return Err(io::Error::from_raw_os_error(ERRNO_ENOSPC));
             }
         }
@@ -449,26 +490,41 @@ impl Disk for SimDisk {
             unsynced: Vec::new(),
         });
         let index = self.files.len() - 1;
-        self.directory_live
-            .insert(segment_temporary_file_name(id), index);
+        // A stale temporary is unlinked and a new file created: the old entry is replaced.
+        self.directory_live.insert(Entry::temporary(id), index);
         self.open.insert(id, index);
+        assert_eq!(self.open.get(&id), Some(&index));
         Ok(())
     }
 
-    fn segment_publish(&mut self, id: SegmentId) -> io::Result<()> {
-        let temporary = segment_temporary_file_name(id);
+    fn file_publish(&mut self, id: FileId) -> io::Result<()> {
         let index = self
             .directory_live
-            .remove(&temporary)
+            .remove(&Entry::temporary(id))
             .ok_or(io::ErrorKind::NotFound)?;
-        self.directory_live.insert(segment_file_name(id), index);
+        // rename(2) replaces an existing published file of that name atomically.
+        self.directory_live.insert(Entry::published(id), index);
         self.directory_durable = self.directory_live.clone();
         Ok(())
     }
 
+    fn file_remove(&mut self, id: FileId) -> io::Result<()> {
+        self.open.remove(&id);
+        self.directory_live
+            .remove(&Entry::published(id))
+            .ok_or(io::ErrorKind::NotFound)?;
+        self.directory_durable = self.directory_live.clone();
+        assert!(!self.directory_durable.contains_key(&Entry::published(id)));
+        Ok(())
+    }
+
+    fn file_close(&mut self, id: FileId) {
+        self.open.remove(&id);
+    }
+
     fn read_blocking(
         &mut self,
-        id: SegmentId,
+        id: FileId,
         position: u64,
         buffer: BufferId,
         length: usize,
@@ -482,7 +538,7 @@ impl Disk for SimDisk {
 
     fn write_blocking(
         &mut self,
-        id: SegmentId,
+        id: FileId,
         position: u64,
         buffer: BufferId,
         length: usize,
@@ -500,7 +556,7 @@ impl Disk for SimDisk {
         Ok(())
     }
 
-    fn sync_blocking(&mut self, id: SegmentId) -> io::Result<()> {
+    fn sync_blocking(&mut self, id: FileId) -> io::Result<()> {
         let index = self.file_index(id)?;
         let pending = Pending {
             token: 0,
@@ -519,7 +575,7 @@ impl Disk for SimDisk {
     fn submit_write(
         &mut self,
         token: DiskToken,
-        id: SegmentId,
+        id: FileId,
         position: u64,
         buffer: BufferId,
         length: usize,
@@ -562,7 +618,7 @@ impl Disk for SimDisk {
     fn submit_zero(
         &mut self,
         token: DiskToken,
-        id: SegmentId,
+        id: FileId,
         position: u64,
         length: usize,
     ) -> Result<(), SubmitError> {
@@ -582,7 +638,7 @@ impl Disk for SimDisk {
         Ok(())
     }
 
-    fn submit_sync(&mut self, token: DiskToken, id: SegmentId) -> Result<(), SubmitError> {
+    fn submit_sync(&mut self, token: DiskToken, id: FileId) -> Result<(), SubmitError> {
         let file = self.file_index(id).map_err(SubmitError::Io)?;
         let covers_up_to = self.write_completions;
         let kind = PendingKind::Sync;
@@ -600,7 +656,7 @@ impl Disk for SimDisk {
     fn submit_read(
         &mut self,
         token: DiskToken,
-        id: SegmentId,
+        id: FileId,
         position: u64,
         buffer: BufferId,
         length: usize,

@@ -16,7 +16,9 @@ use crate::constants::{
 };
 use crate::disk::{BufferId, Disk, DiskOp, SubmitError, WriteSync};
 use crate::error::AddError;
-use crate::ids::{EntryId, LedgerId, Location, Position, SegmentId, Sequence, ENTRY_ID_LEDGER_KEY};
+use crate::ids::{
+    EntryId, FileId, LedgerId, Location, Position, SegmentId, Sequence, ENTRY_ID_LEDGER_KEY,
+};
 use crate::index::Slot;
 use crate::record::{self, RecordHeader, RecordKind};
 use crate::stdx::{align_up, to_u64};
@@ -456,10 +458,10 @@ impl<D: Disk> Journal<D> {
         };
         commit.sync = sync;
         let token = TOKEN_COMMIT | to_u64(slot);
-        let (segment, position) = (commit.segment, commit.position);
+        let (file, position) = (FileId::Segment(commit.segment), commit.position);
         match self
             .disk
-            .submit_write(token, segment, position, buffer, aligned, sync)
+            .submit_write(token, file, position, buffer, aligned, sync)
         {
             Ok(()) => {}
             Err(SubmitError::QueueFull) => return,

@@ -47,7 +47,7 @@ use crate::constants::{
 };
 use crate::disk::{BufferId, Disk, DiskCompletion};
 use crate::error::{AddError, OpenError, ReadError};
-use crate::ids::{EntryId, LedgerId};
+use crate::ids::{EntryId, FileId, LedgerId};
 use crate::index::{Index, Ledger};
 use crate::record::{self, RecordKind};
 use crate::stdx::{align_up, to_u64, to_usize};
@@ -111,10 +111,11 @@ impl<D: Disk> Journal<D> {
             let spare = recovered.segment_id_max.next();
             let (size, zero_fill) = (config.segment_size, config.segment_zero_fill);
             crate::recovery::create_blocking(&mut disk, spare, size, zero_fill, buffer_id(0))?;
-            disk.segment_open(spare).map_err(|error| OpenError::Io {
-                operation: "opening segment",
-                error,
-            })?;
+            disk.file_open(FileId::Segment(spare))
+                .map_err(|error| OpenError::Io {
+                    operation: "opening segment",
+                    error,
+                })?;
             recovered.spares.push(spare);
             recovered.segment_id_max = spare;
         }

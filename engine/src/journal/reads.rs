@@ -7,7 +7,7 @@ use super::{Event, Stats, TOKEN_READ};
 use crate::constants::SECTOR_SIZE;
 use crate::disk::{BufferId, Disk};
 use crate::error::ReadError;
-use crate::ids::{EntryId, LedgerId, Location, Position, SegmentId};
+use crate::ids::{EntryId, FileId, LedgerId, Location, Position, SegmentId};
 use crate::record::{self, RecordKind};
 use crate::stdx::{to_u64, to_usize};
 use std::collections::VecDeque;
@@ -198,7 +198,7 @@ impl Reads {
         let (segment, start, buffer, length) =
             (read.location.segment, read.start, read.buffer, read.length);
         if disk
-            .submit_read(token, segment, start, buffer, length)
+            .submit_read(token, FileId::Segment(segment), start, buffer, length)
             .is_err()
         {
             let read = &mut self.slots[slot];

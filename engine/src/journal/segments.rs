@@ -11,7 +11,7 @@ use super::{Stats, TOKEN_PREPARE};
 use crate::config::Config;
 use crate::constants::{SEGMENT_HEADER_SIZE, ZERO_CHUNK_SIZE, ZERO_WRITES_IN_FLIGHT_MAX};
 use crate::disk::{BufferId, Disk, DiskOp, WriteSync};
-use crate::ids::SegmentId;
+use crate::ids::{FileId, SegmentId};
 use crate::stdx::{to_u64, to_usize};
 use std::collections::VecDeque;
 
@@ -98,7 +98,7 @@ impl Segments {
         }
         let Some(prepare) = self.prepare else { return };
         let size = config.segment_size;
-        let segment = prepare.segment;
+        let file = FileId::Segment(prepare.segment);
         match prepare.phase {
             PreparePhase::Zeroing => {
                 // Zero at full speed, several chunks in flight: the interference with commits'
@@ -111,7 +111,7 @@ impl Segments {
                     let length = (size - position).min(to_u64(ZERO_CHUNK_SIZE));
                     let length = to_usize(length);
                     if disk
-                        .submit_zero(TOKEN_PREPARE, segment, position, length)
+                        .submit_zero(TOKEN_PREPARE, file, position, length)
                         .is_err()
                     {
                         break;
@@ -123,18 +123,18 @@ impl Segments {
             }
             PreparePhase::Header if prepare.in_flight == 0 => {
                 let header = disk.buffer_mut(self.header_buffer);
-                crate::segment::encode_segment_header(header, segment, size);
+                crate::segment::encode_segment_header(header, prepare.segment, size);
                 let buffer = self.header_buffer;
                 let (length, sync) = (SEGMENT_HEADER_SIZE, WriteSync::Dsync);
                 if disk
-                    .submit_write(TOKEN_PREPARE, segment, 0, buffer, length, sync)
+                    .submit_write(TOKEN_PREPARE, file, 0, buffer, length, sync)
                     .is_ok()
                 {
                     self.prepare.as_mut().expect("present").in_flight = 1;
                 }
             }
             PreparePhase::Syncing if prepare.in_flight == 0 => {
-                if disk.submit_sync(TOKEN_PREPARE, segment).is_ok() {
+                if disk.submit_sync(TOKEN_PREPARE, file).is_ok() {
                     self.prepare.as_mut().expect("present").in_flight = 1;
                 }
             }
@@ -146,7 +146,7 @@ impl Segments {
         assert!(self.prepare.is_none());
         self.submits_since_create_failure = 0;
         let segment = self.id_max.next();
-        match disk.segment_create(segment, config.segment_size) {
+        match disk.file_create(FileId::Segment(segment), config.segment_size) {
             Ok(()) => {
                 self.id_max = segment;
                 let (done, phase) = if config.segment_zero_fill {
@@ -210,7 +210,7 @@ impl Segments {
             (PreparePhase::Syncing, DiskOp::Sync) => {
                 let segment = prepare.segment;
                 self.prepare = None;
-                if disk.segment_publish(segment).is_ok() {
+                if disk.file_publish(FileId::Segment(segment)).is_ok() {
                     self.spares.push_back(segment);
                     self.read_only = false;
                     stats.segments_created += 1;

@@ -19,7 +19,7 @@ use crate::constants::{
     SECTOR_SIZE, ZERO_AHEAD_CHUNKS_PER_SEGMENT_MIN, ZERO_AHEAD_WINDOW_MAX, ZERO_CHUNK_SIZE,
 };
 use crate::disk::Disk;
-use crate::ids::SegmentId;
+use crate::ids::{FileId, SegmentId};
 use crate::stdx::{align_up, to_u64, to_usize};
 
 /// The zero-ahead state of one journal.
@@ -82,7 +82,8 @@ impl ZeroAhead {
         }
         let length = (size - start).min(chunk);
         let segment = head.segment;
-        let result = disk.submit_zero(TOKEN_ZERO_AHEAD, segment, start, to_usize(length));
+        let file = FileId::Segment(segment);
+        let result = disk.submit_zero(TOKEN_ZERO_AHEAD, file, start, to_usize(length));
         if result.is_ok() {
             self.in_flight = Some((segment, start, start + length));
             self.frontier = start + length;

@@ -235,3 +235,90 @@ fn a_thread_asks_for_a_short_scheduler_slice() {
     }
     assert_eq!(slice_ns, 100_000);
 }
+
+/// Waits for `count` completions of the disk's submissions, all successful.
+fn complete(ring: &Rc<RefCell<Ring>>, disk: &mut UringDisk, count: usize) {
+    let mut completions = Vec::new();
+    let mut net = Vec::new();
+    disk.flush().unwrap();
+    while completions.len() < count {
+        ring.borrow_mut().submit_and_wait(1).unwrap();
+        ring.borrow_mut().reap(&mut net);
+        disk.poll(&mut completions);
+    }
+    assert!(net.is_empty());
+    assert_eq!(completions.len(), count);
+    assert!(completions.iter().all(|completion| completion.result >= 0));
+}
+
+/// An index file goes through the whole life a sealed segment's index will have: created as
+/// a temporary, written, synced, published, replaced, found again by a new disk (which deletes
+/// leftover temporaries of every kind and nothing else), and removed.
+#[test]
+fn an_index_file_is_created_published_reopened_and_removed() {
+    use crate::disk::{BufferId, WriteSync};
+    use crate::ids::{FileId, SegmentId};
+    if !uring_available() {
+        return;
+    }
+    let dir = temp_dir("uring-files");
+    let index = FileId::Index(SegmentId(7));
+    let ring = Rc::new(RefCell::new(Ring::new(16).unwrap()));
+    let mut disk = UringDisk::open(ring.clone(), &dir, true).unwrap();
+    disk.buffers_allocate(&[8192]);
+    let buffer = BufferId(0);
+    disk.file_create(index, 8192).unwrap();
+    assert!(dir.join("0000000007.index.tmp").exists());
+    disk.buffer_mut(buffer).fill(0xAB);
+    let sync = WriteSync::LinkedFdatasync;
+    disk.submit_write(1, index, 0, buffer, 4096, sync).unwrap();
+    complete(&ring, &mut disk, 2);
+    disk.buffer_mut(buffer).fill(0xCD);
+    disk.write_blocking(index, 4096, buffer, 4096).unwrap();
+    disk.sync_blocking(index).unwrap();
+    disk.file_publish(index).unwrap();
+    assert!(!dir.join("0000000007.index.tmp").exists());
+    assert_eq!(
+        std::fs::metadata(dir.join("0000000007.index"))
+            .unwrap()
+            .len(),
+        8192
+    );
+    // The descriptor of the temporary serves the published file.
+    disk.submit_read(2, index, 0, buffer, 8192).unwrap();
+    complete(&ring, &mut disk, 1);
+    assert!(disk.buffer(buffer)[..4096].iter().all(|&byte| byte == 0xAB));
+    assert!(disk.buffer(buffer)[4096..].iter().all(|&byte| byte == 0xCD));
+    // A second publish replaces the file.
+    disk.file_create(index, 4096).unwrap();
+    disk.buffer_mut(buffer).fill(0xEF);
+    disk.write_blocking(index, 0, buffer, 4096).unwrap();
+    disk.sync_blocking(index).unwrap();
+    disk.file_publish(index).unwrap();
+    drop(disk);
+    for leftover in [
+        "checkpoint.tmp",
+        "0000000009.index.tmp",
+        "0000000003.segment.tmp",
+    ] {
+        std::fs::write(dir.join(leftover), b"torn").unwrap();
+    }
+    std::fs::write(dir.join("notes.txt"), b"not ours").unwrap();
+    let mut disk = UringDisk::open(ring.clone(), &dir, true).unwrap();
+    disk.buffers_allocate(&[8192]);
+    assert_eq!(disk.files_list().unwrap(), vec![index]);
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["0000000007.index", "notes.txt"]);
+    assert_eq!(disk.file_open(index).unwrap(), 4096);
+    assert_eq!(disk.read_blocking(index, 0, buffer, 8192).unwrap(), 4096);
+    assert!(disk.buffer(buffer)[..4096].iter().all(|&byte| byte == 0xEF));
+    disk.file_remove(index).unwrap();
+    assert!(!dir.join("0000000007.index").exists());
+    assert_eq!(disk.files_list().unwrap(), Vec::<FileId>::new());
+    assert!(disk.read_blocking(index, 0, buffer, 4096).is_err());
+    assert!(disk.file_remove(index).is_err());
+}

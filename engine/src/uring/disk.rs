@@ -3,8 +3,8 @@
 use super::{user_data, AlignedBuffer, Ring, OWNER_DISK};
 use crate::constants::ZERO_CHUNK_SIZE;
 use crate::disk::{BufferId, Disk, DiskCompletion, DiskOp, DiskToken, SubmitError, WriteSync};
-use crate::ids::SegmentId;
-use crate::segment::{segment_file_name, segment_temporary_file_name};
+use crate::file_name::{file_name, is_temporary_file_name, parse_file_name, temporary_file_name};
+use crate::ids::FileId;
 use io_uring::{opcode, squeue, types};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -22,13 +22,15 @@ const TAG_SYNC: u32 = 1 << 30;
 const TAG_READ: u32 = 2 << 30;
 const TAG_OP_MASK: u32 = 3 << 30;
 
-/// Journal storage on one directory. All files are opened with O_DIRECT (unless disabled for a
-/// file system that lacks it, such as tmpfs), so recovery reads what is on the device.
+/// Journal storage on one directory. Files of every kind are opened with O_DIRECT (unless
+/// disabled for a file system that lacks it, such as tmpfs), so recovery reads what is on the
+/// device.
 pub struct UringDisk {
     ring: Rc<RefCell<Ring>>,
     directory: PathBuf,
     directory_file: File,
-    files: BTreeMap<SegmentId, OwnedFd>,
+    /// Open descriptors, of temporaries and published files alike (a rename keeps them).
+    files: BTreeMap<FileId, OwnedFd>,
     buffers: Vec<AlignedBuffer>,
     buffers_busy: Vec<u32>,
     zero: AlignedBuffer,
@@ -95,7 +97,7 @@ impl UringDisk {
         Ok(unsafe { OwnedFd::from_raw_fd(fd) })
     }
 
-    fn fd(&self, id: SegmentId) -> io::Result<i32> {
+    fn fd(&self, id: FileId) -> io::Result<i32> {
         let file = self
             .files
             .get(&id)
@@ -149,16 +151,16 @@ impl Disk for UringDisk {
         self.buffers[id.0 as usize].as_mut_slice()
     }
 
-    fn segments_list(&mut self) -> io::Result<Vec<SegmentId>> {
-        let mut segments = Vec::new();
+    fn files_list(&mut self) -> io::Result<Vec<FileId>> {
+        let mut files = Vec::new();
         let mut removed = false;
         for entry in std::fs::read_dir(&self.directory)? {
             let entry = entry?;
             let name = entry.file_name();
             let name = name.to_string_lossy();
-            if let Some(id) = crate::segment::parse_segment_file_name(&name) {
-                segments.push(id);
-            } else if name.ends_with(crate::segment::SEGMENT_TEMPORARY_SUFFIX) {
+            if let Some(id) = parse_file_name(&name) {
+                files.push(id);
+            } else if is_temporary_file_name(&name) {
                 std::fs::remove_file(entry.path())?;
                 removed = true;
             }
@@ -166,12 +168,16 @@ impl Disk for UringDisk {
         if removed {
             self.directory_file.sync_all()?;
         }
-        segments.sort();
-        Ok(segments)
+        files.sort();
+        assert!(
+            files.windows(2).all(|pair| pair[0] < pair[1]),
+            "one name per file"
+        );
+        Ok(files)
     }
 
-    fn segment_open(&mut self, id: SegmentId) -> io::Result<u64> {
-        let fd = self.open_file(&segment_file_name(id), false)?;
+    fn file_open(&mut self, id: FileId) -> io::Result<u64> {
+        let fd = self.open_file(&file_name(id), false)?;
         let file = File::from(fd);
         let size = file.metadata()?.len();
         // "fsync before reading": what recovery reads must be what is durable.
@@ -180,31 +186,50 @@ impl Disk for UringDisk {
         Ok(size)
     }
 
-    fn segment_create(&mut self, id: SegmentId, size: u64) -> io::Result<()> {
-        let fd = self.open_file(&segment_temporary_file_name(id), true)?;
+    fn file_create(&mut self, id: FileId, size: u64) -> io::Result<()> {
+        let name = temporary_file_name(id);
+        // A stale temporary is an abandoned preparation of the same file: start over.
+        match std::fs::remove_file(self.directory.join(&name)) {
+            Err(error) if error.kind() != io::ErrorKind::NotFound => return Err(error),
+            _ => {}
+        }
         let length = libc::off_t::try_from(size).map_err(|_| io::ErrorKind::InvalidInput)?;
-        // SAFETY: `fd` is an open, writable file owned by this function.
-        let result = unsafe { libc::fallocate(fd.as_raw_fd(), 0, 0, length) };
-        if result != 0 {
-            let error = io::Error::last_os_error();
-            drop(fd);
-            let _ = std::fs::remove_file(self.directory.join(segment_temporary_file_name(id)));
-            return Err(error);
+        let fd = self.open_file(&name, true)?;
+        if size > 0 {
+            // SAFETY: `fd` is an open, writable file owned by this function.
+            let result = unsafe { libc::fallocate(fd.as_raw_fd(), 0, 0, length) };
+            if result != 0 {
+                let error = io::Error::last_os_error();
+                drop(fd);
+                let _ = std::fs::remove_file(self.directory.join(&name));
+                return Err(error);
+            }
         }
         self.files.insert(id, fd);
         Ok(())
     }
 
-    fn segment_publish(&mut self, id: SegmentId) -> io::Result<()> {
-        let from = self.directory.join(segment_temporary_file_name(id));
-        let to = self.directory.join(segment_file_name(id));
+    fn file_publish(&mut self, id: FileId) -> io::Result<()> {
+        let from = self.directory.join(temporary_file_name(id));
+        let to = self.directory.join(file_name(id));
+        // rename(2) replaces an existing `to` atomically: a crash leaves the old or the new.
         std::fs::rename(from, to)?;
         self.directory_file.sync_all()
     }
 
+    fn file_remove(&mut self, id: FileId) -> io::Result<()> {
+        self.files.remove(&id);
+        std::fs::remove_file(self.directory.join(file_name(id)))?;
+        self.directory_file.sync_all()
+    }
+
+    fn file_close(&mut self, id: FileId) {
+        self.files.remove(&id);
+    }
+
     fn read_blocking(
         &mut self,
-        id: SegmentId,
+        id: FileId,
         position: u64,
         buffer: BufferId,
         length: usize,
@@ -237,7 +262,7 @@ impl Disk for UringDisk {
 
     fn write_blocking(
         &mut self,
-        id: SegmentId,
+        id: FileId,
         position: u64,
         buffer: BufferId,
         length: usize,
@@ -255,7 +280,7 @@ impl Disk for UringDisk {
         }
     }
 
-    fn sync_blocking(&mut self, id: SegmentId) -> io::Result<()> {
+    fn sync_blocking(&mut self, id: FileId) -> io::Result<()> {
         let fd = self.fd(id)?;
         // SAFETY: `fd` is an open file descriptor.
         if unsafe { libc::fdatasync(fd) } != 0 {
@@ -267,7 +292,7 @@ impl Disk for UringDisk {
     fn submit_write(
         &mut self,
         token: DiskToken,
-        id: SegmentId,
+        id: FileId,
         position: u64,
         buffer: BufferId,
         length: usize,
@@ -328,7 +353,7 @@ impl Disk for UringDisk {
     fn submit_zero(
         &mut self,
         token: DiskToken,
-        id: SegmentId,
+        id: FileId,
         position: u64,
         length: usize,
     ) -> Result<(), SubmitError> {
@@ -348,7 +373,7 @@ impl Disk for UringDisk {
         Ok(())
     }
 
-    fn submit_sync(&mut self, token: DiskToken, id: SegmentId) -> Result<(), SubmitError> {
+    fn submit_sync(&mut self, token: DiskToken, id: FileId) -> Result<(), SubmitError> {
         let fd = types::Fd(self.fd(id).map_err(SubmitError::Io)?);
         let fsync = opcode::Fsync::new(fd)
             .flags(types::FsyncFlags::DATASYNC)
@@ -363,7 +388,7 @@ impl Disk for UringDisk {
     fn submit_read(
         &mut self,
         token: DiskToken,
-        id: SegmentId,
+        id: FileId,
         position: u64,
         buffer: BufferId,
         length: usize,
