@@ -1,9 +1,9 @@
 //! Runtime configuration of a journal, validated once before the first byte moves.
 
 use crate::constants::{
-    COMMITS_IN_FLIGHT_DEFAULT, COMMITS_IN_FLIGHT_MAX, READS_IN_FLIGHT_MAX,
-    READ_CACHE_BUFFERS_DEFAULT, READ_CACHE_BUFFERS_MAX, SECTOR_SIZE, SEGMENT_SIZE_DEFAULT,
-    SEGMENT_SIZE_MAX, SEGMENT_SIZE_MIN,
+    COMMITS_IN_FLIGHT_DEFAULT, COMMITS_IN_FLIGHT_MAX, INDEX_CACHE_PAGES_DEFAULT,
+    INDEX_CACHE_PAGES_MAX, READS_IN_FLIGHT_MAX, READ_CACHE_BUFFERS_DEFAULT, READ_CACHE_BUFFERS_MAX,
+    SECTOR_SIZE, SEGMENT_SIZE_DEFAULT, SEGMENT_SIZE_MAX, SEGMENT_SIZE_MIN,
 };
 
 /// How a commit is made durable.
@@ -43,6 +43,9 @@ pub struct Config {
     /// commits land on written blocks (no extent conversion in their fdatasync). Ignored with
     /// `segment_zero_fill`. Default: true.
     pub zero_ahead: bool,
+    /// Pages (4 KiB) of sealed-segment index kept in memory per journal. Default: 8192
+    /// (32 MiB). Bounds: 0 ..= 1048576. 0 reads an index page for every sealed read.
+    pub index_cache_pages: usize,
 }
 
 /// Default: no zero-fill. Measured here (docs/durability.md): zero-filling a 1 GiB segment
@@ -61,6 +64,7 @@ impl Default for Config {
             reads_in_flight_max: 16,
             segment_zero_fill: SEGMENT_ZERO_FILL_DEFAULT,
             zero_ahead: true,
+            index_cache_pages: INDEX_CACHE_PAGES_DEFAULT,
         }
     }
 }
@@ -110,6 +114,12 @@ impl Config {
             return Err(ConfigError {
                 field: "reads_in_flight_max",
                 expected: "1..=64",
+            });
+        }
+        if self.index_cache_pages > INDEX_CACHE_PAGES_MAX {
+            return Err(ConfigError {
+                field: "index_cache_pages",
+                expected: "0..=1048576",
             });
         }
         Ok(())

@@ -49,6 +49,17 @@ pub const READS_IN_FLIGHT_MAX: usize = 64;
 /// Size of each read buffer: one largest record, sector-aligned at both ends.
 pub const READ_BUFFER_SIZE: usize = align_up_const(RECORD_SIZE_MAX, SECTOR_SIZE) + SECTOR_SIZE;
 
+/// A sealed segment's index and the checkpoint are written in chunks of this size, one in
+/// flight, so sealing interleaves with commits instead of queueing ahead of them.
+pub const SEAL_CHUNK_SIZE: usize = 1024 * 1024;
+
+/// Default size of a shard's cache of sealed-index pages, in 4 KiB pages: 32 MiB, which holds
+/// the slots of 4 million sealed entries (511 per page), enough for a small host's catch-up
+/// readers; each miss costs one 4 KiB read.
+pub const INDEX_CACHE_PAGES_DEFAULT: usize = 8192;
+/// Largest configurable index page cache per shard: 4 GiB.
+pub const INDEX_CACHE_PAGES_MAX: usize = 1024 * 1024;
+
 /// Zero-fill of a new segment goes in chunks of this size, one in flight, so preparation never
 /// monopolises the disk queue while commits are running.
 pub const ZERO_CHUNK_SIZE: usize = 1024 * 1024;
@@ -82,6 +93,9 @@ const _: () = assert!(SEGMENT_SIZE_MAX % SECTOR_SIZE as u64 == 0);
 const _: () = assert!(SEGMENT_SIZE_DEFAULT % SECTOR_SIZE as u64 == 0);
 const _: () = assert!(SEGMENT_SIZE_MAX <= u32::MAX as u64);
 const _: () = assert!(ZERO_CHUNK_SIZE % SECTOR_SIZE == 0);
+const _: () = assert!(SEAL_CHUNK_SIZE % SECTOR_SIZE == 0);
+const _: () = assert!(SEAL_CHUNK_SIZE <= RECOVERY_CHUNK_SIZE);
+const _: () = assert!(INDEX_CACHE_PAGES_DEFAULT <= INDEX_CACHE_PAGES_MAX);
 const _: () = assert!(RECOVERY_CHUNK_SIZE % SECTOR_SIZE == 0);
 const _: () = assert!(READ_BUFFER_SIZE % SECTOR_SIZE == 0);
 const _: () = assert!(COMMITS_IN_FLIGHT_DEFAULT <= COMMITS_IN_FLIGHT_MAX);

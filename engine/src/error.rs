@@ -33,6 +33,29 @@ pub enum OpenError {
         /// The segment file.
         location: Location,
     },
+    /// A file (segment, index or checkpoint) of a format version this build does not know:
+    /// written by a newer ringlog, so it is not guessed at.
+    FormatVersion {
+        /// The file name.
+        file: String,
+        /// The version it carries.
+        version: u8,
+    },
+    /// A file the others depend on is missing.
+    Missing {
+        /// The file that needs it.
+        file: String,
+        /// What is missing.
+        missing: &'static str,
+    },
+    /// A bad record inside a sealed segment (one that was entirely durable) found while
+    /// rebuilding its index: acknowledged data is damaged.
+    SealedCorrupt {
+        /// Where the bad record is.
+        location: Location,
+        /// What was wrong with it.
+        reason: CorruptReason,
+    },
     /// A segment file has the wrong size.
     SegmentSize {
         /// The segment file.
@@ -74,6 +97,22 @@ impl std::fmt::Display for OpenError {
                     location.segment.0
                 )
             }
+            OpenError::FormatVersion { file, version } => write!(
+                f,
+                "{file} has format version {version}, which this ringlog does not know \
+                 (written by a newer release?): refusing to open"
+            ),
+            OpenError::Missing { file, missing } => {
+                write!(
+                    f,
+                    "{file} needs {missing}, which is missing: refusing to open"
+                )
+            }
+            OpenError::SealedCorrupt { location, reason } => write!(
+                f,
+                "journal corrupt at {location} ({reason:?}) inside a sealed segment, found \
+                 while rebuilding its index: refusing to open"
+            ),
             OpenError::SegmentSize { location, size } => {
                 write!(
                     f,

@@ -1,16 +1,20 @@
 //! The in-memory index of one shard: per ledger its master key, fenced flag, LAC, highest
-//! entry and where every durable entry lives.
+//! entry, and where its entries live.
 //!
-//! Memory: 12 bytes per indexed entry (`Slot`: segment u32, position u32, size u32) in one
-//! array per ledger, indexed by `entry_id - entry_base`, plus a fixed ~120 bytes per ledger and
-//! the hash map's overhead. Holes left by striping (ensemble > write quorum) cost a slot each;
-//! adds more than `ENTRY_GAP_MAX` ids beyond the highest entry are refused, which bounds them.
+//! Memory does not grow with the entries retained. Entries of a segment that is not sealed yet
+//! (the active one, and one being sealed) cost 8 bytes each (`OpenSlot`: position u32, payload
+//! size u32, in one array per ledger and segment indexed by `entry_id - entry_base`). Once a
+//! segment's index file is durable, its arrays are replaced by one `SealedRun` per ledger
+//! (usually) and the entries' slots are read from the index file's pages on demand
+//! (`journal/index_pages.rs`). What stays is about 120 bytes per ledger, plus 40 bytes per
+//! (ledger, sealed segment) run, plus the hash map's overhead.
 
 use crate::constants::MASTER_KEY_SIZE;
 use crate::ids::{EntryId, LedgerId, Location, Position, SegmentId};
-use std::collections::HashMap;
+use crate::index_file::Run;
+use std::collections::{BTreeMap, HashMap};
 
-/// Where one entry's record lives, packed to 12 bytes.
+/// Where one record lives, packed to 12 bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Slot {
     segment: u32,
@@ -18,11 +22,6 @@ pub struct Slot {
     payload_size: u32,
 }
 
-const SLOT_EMPTY: Slot = Slot {
-    segment: 0,
-    position: 0,
-    payload_size: u32::MAX,
-};
 const _: () = assert!(std::mem::size_of::<Slot>() == 12);
 
 impl Slot {
@@ -50,9 +49,149 @@ impl Slot {
     pub fn payload_size(&self) -> u32 {
         self.payload_size
     }
-    fn is_empty(&self) -> bool {
-        self.payload_size == u32::MAX
+}
+
+/// An entry of an unsealed segment: its position and payload size (the segment is the
+/// array's). `payload_size == u32::MAX` is an id the array spans but the segment lacks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpenSlot {
+    /// Byte position of the record in its segment.
+    pub position: u32,
+    /// Payload size, `u32::MAX` for none.
+    pub payload_size: u32,
+}
+
+const OPEN_SLOT_EMPTY: OpenSlot = OpenSlot {
+    position: 0,
+    payload_size: u32::MAX,
+};
+const _: () = assert!(std::mem::size_of::<OpenSlot>() == 8);
+
+impl OpenSlot {
+    /// True when the id holds an entry.
+    #[must_use]
+    pub fn is_held(&self) -> bool {
+        self.payload_size != u32::MAX
     }
+}
+
+/// One ledger's entries in one unsealed segment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpenSlots {
+    /// The segment.
+    pub segment: SegmentId,
+    /// Entry id of `slots[0]`.
+    pub entry_base: i64,
+    /// One slot per id from `entry_base`.
+    pub slots: Vec<OpenSlot>,
+}
+
+impl OpenSlots {
+    fn get(&self, entry: EntryId) -> Option<OpenSlot> {
+        let offset = usize::try_from(entry.0.checked_sub(self.entry_base)?).ok()?;
+        self.slots.get(offset).copied().filter(OpenSlot::is_held)
+    }
+
+    fn insert(&mut self, entry: EntryId, slot: OpenSlot) {
+        if self.slots.is_empty() {
+            self.entry_base = entry.0;
+        }
+        if entry.0 < self.entry_base {
+            // Rare: a recovery add below the first entry seen in this segment. Shift once.
+            let shift = usize::try_from(self.entry_base - entry.0).expect("positive");
+            let mut slots = vec![OPEN_SLOT_EMPTY; shift];
+            slots.extend_from_slice(&self.slots);
+            self.slots = slots;
+            self.entry_base = entry.0;
+        }
+        let offset = usize::try_from(entry.0 - self.entry_base).expect("non-negative offset");
+        if offset >= self.slots.len() {
+            self.slots.resize(offset + 1, OPEN_SLOT_EMPTY);
+        }
+        self.slots[offset] = slot;
+    }
+
+    /// Held entries as (entry id, slot), ascending.
+    pub fn held(&self) -> impl Iterator<Item = (EntryId, OpenSlot)> + '_ {
+        let base = self.entry_base;
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(_, slot)| slot.is_held())
+            .map(move |(i, slot)| (EntryId(base + i64::try_from(i).expect("fits")), *slot))
+    }
+}
+
+/// A run of a sealed segment's index, as memory keeps it (`index_file::Run` without the
+/// ledger, which is the owner's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SealedRun {
+    /// The sealed segment.
+    pub segment: SegmentId,
+    /// First and last entry id of the run.
+    pub entry_first: i64,
+    pub entry_last: i64,
+    /// Slot of `entry_first` in the segment's slot table.
+    pub slot_first: u64,
+    /// Entries held in the range.
+    pub entries: u32,
+    /// Bytes of their records.
+    pub bytes: u64,
+}
+
+impl SealedRun {
+    /// The run as memory keeps it.
+    #[must_use]
+    pub fn of(segment: SegmentId, run: &Run) -> SealedRun {
+        SealedRun {
+            segment,
+            entry_first: run.entry_first.0,
+            entry_last: run.entry_last.0,
+            slot_first: run.slot_first,
+            entries: run.entries,
+            bytes: run.bytes,
+        }
+    }
+
+    /// True when the run's range holds `entry`.
+    #[must_use]
+    pub fn spans(&self, entry: EntryId) -> bool {
+        (self.entry_first..=self.entry_last).contains(&entry.0)
+    }
+
+    /// The slot of `entry` in the segment's slot table (the run must span it).
+    #[must_use]
+    pub fn slot_of(&self, entry: EntryId) -> u64 {
+        assert!(self.spans(entry));
+        self.slot_first + u64::try_from(entry.0 - self.entry_first).expect("spanned")
+    }
+
+    /// True when every id of the range is held (no holes).
+    #[must_use]
+    pub fn is_dense(&self) -> bool {
+        i64::from(self.entries) == self.entry_last - self.entry_first + 1
+    }
+}
+
+/// Where a sealed segment's slot table is, per segment (not per entry).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SealedSegment {
+    /// Byte offset of the slot table in the index file.
+    pub slot_table_offset: u64,
+    /// Slots in the table.
+    pub slot_count: u64,
+}
+
+/// Where an entry may be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lookup {
+    /// In an unsealed segment, here.
+    Found(Slot),
+    /// Maybe in this sealed run: its slot must be read from the segment's index. `candidate`
+    /// counts the sealed runs already tried (pass `candidate + 1` to look further back).
+    Sealed { run: SealedRun, candidate: usize },
+    /// Not stored here.
+    Missing,
 }
 
 /// One ledger's state.
@@ -70,8 +209,10 @@ pub struct Ledger {
     pub last_add_confirmed: i64,
     /// The durable explicit-LAC record, if any.
     pub explicit_lac: Option<Slot>,
-    entry_base: i64,
-    slots: Vec<Slot>,
+    /// Entries in unsealed segments, oldest segment first.
+    open: Vec<OpenSlots>,
+    /// Runs of sealed segments, oldest segment first.
+    sealed: Vec<SealedRun>,
 }
 
 impl Ledger {
@@ -83,47 +224,91 @@ impl Ledger {
             entry_staged_max: -1,
             last_add_confirmed: -1,
             explicit_lac: None,
-            entry_base: 0,
-            slots: Vec::new(),
+            open: Vec::new(),
+            sealed: Vec::new(),
         }
     }
 
-    /// The slot of a durable entry.
+    /// Where `entry` may be: unsealed segments first (newest first; a re-added entry's latest
+    /// copy wins), then the sealed runs spanning it, newest first, skipping `skip` of them.
     #[must_use]
-    pub fn slot(&self, entry: EntryId) -> Option<Slot> {
-        let offset = entry.0.checked_sub(self.entry_base)?;
-        let slot = *self.slots.get(usize::try_from(offset).ok()?)?;
-        (!slot.is_empty()).then_some(slot)
+    pub fn locate(&self, entry: EntryId, skip: usize) -> Lookup {
+        if skip == 0 {
+            for open in self.open.iter().rev() {
+                if let Some(slot) = open.get(entry) {
+                    let location = Location {
+                        segment: open.segment,
+                        position: Position(u64::from(slot.position)),
+                    };
+                    return Lookup::Found(Slot::new(location, slot.payload_size));
+                }
+            }
+        }
+        let spanning = self.sealed.iter().rev().filter(|run| run.spans(entry));
+        match spanning.enumerate().nth(skip) {
+            Some((candidate, run)) => Lookup::Sealed {
+                run: *run,
+                candidate,
+            },
+            None => Lookup::Missing,
+        }
     }
 
-    /// Durable entry ids in ascending order.
-    pub fn entries(&self) -> impl Iterator<Item = EntryId> + '_ {
-        let base = self.entry_base;
-        self.slots
+    /// Entry ids this ledger is known to hold without reading any index page: every entry of
+    /// unsealed segments and of dense sealed runs, ascending, possibly repeated. A sealed run
+    /// with holes contributes nothing (reading its pages would need the disk).
+    pub fn entries_known(&self) -> Vec<EntryId> {
+        let mut entries: Vec<EntryId> = self
+            .sealed
             .iter()
-            .enumerate()
-            .filter(|(_, slot)| !slot.is_empty())
-            .map(move |(i, _)| EntryId(base + i64::try_from(i).expect("slot index fits i64")))
+            .filter(|run| run.is_dense())
+            .flat_map(|run| (run.entry_first..=run.entry_last).map(EntryId))
+            .chain(
+                self.open
+                    .iter()
+                    .flat_map(|open| open.held().map(|(id, _)| id)),
+            )
+            .collect();
+        entries.sort_unstable();
+        entries.dedup();
+        entries
+    }
+
+    /// Runs of sealed segments, oldest segment first.
+    #[must_use]
+    pub fn sealed_runs(&self) -> &[SealedRun] {
+        &self.sealed
+    }
+
+    /// Entry arrays of unsealed segments, oldest segment first.
+    #[must_use]
+    pub fn open_slots(&self) -> &[OpenSlots] {
+        &self.open
     }
 
     fn insert(&mut self, entry: EntryId, slot: Slot) {
         assert!(entry.0 >= 0);
-        if self.slots.is_empty() {
-            self.entry_base = entry.0;
+        let location = slot.location();
+        let open_slot = OpenSlot {
+            position: u32::try_from(location.position.0).expect("fits u32"),
+            payload_size: slot.payload_size(),
+        };
+        match self.open.last_mut() {
+            Some(open) if open.segment == location.segment => open.insert(entry, open_slot),
+            last => {
+                assert!(
+                    last.is_none_or(|open| open.segment < location.segment),
+                    "entries arrive in journal order"
+                );
+                let mut open = OpenSlots {
+                    segment: location.segment,
+                    entry_base: entry.0,
+                    slots: Vec::new(),
+                };
+                open.insert(entry, open_slot);
+                self.open.push(open);
+            }
         }
-        if entry.0 < self.entry_base {
-            // Rare: a recovery add below the first entry seen. Shift once.
-            let shift = usize::try_from(self.entry_base - entry.0).expect("bounded by gap check");
-            let mut slots = vec![SLOT_EMPTY; shift];
-            slots.extend_from_slice(&self.slots);
-            self.slots = slots;
-            self.entry_base = entry.0;
-        }
-        let offset = usize::try_from(entry.0 - self.entry_base).expect("non-negative offset");
-        if offset >= self.slots.len() {
-            self.slots.resize(offset + 1, SLOT_EMPTY);
-        }
-        self.slots[offset] = slot;
         self.entry_last = self.entry_last.max(entry.0);
         self.entry_staged_max = self.entry_staged_max.max(entry.0);
     }
@@ -133,6 +318,8 @@ impl Ledger {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Index {
     ledgers: HashMap<LedgerId, Ledger>,
+    /// Where each sealed segment's slot table is.
+    sealed_segments: BTreeMap<SegmentId, SealedSegment>,
 }
 
 impl Index {
@@ -156,7 +343,7 @@ impl Index {
         true
     }
 
-    /// Records a durable entry.
+    /// Records a durable entry of an unsealed segment.
     pub fn insert_entry(&mut self, ledger: LedgerId, entry: EntryId, slot: Slot, lac: i64) {
         let state = self
             .ledgers
@@ -175,5 +362,69 @@ impl Index {
     #[must_use]
     pub fn ledger_count(&self) -> usize {
         self.ledgers.len()
+    }
+
+    /// Ledgers with entries in unsealed segment `segment`, ascending: the order of its index.
+    #[must_use]
+    pub fn ledgers_in_open_segment(&self, segment: SegmentId) -> Vec<LedgerId> {
+        let mut ledgers: Vec<LedgerId> = self
+            .ledgers
+            .iter()
+            .filter(|(_, state)| state.open.iter().any(|open| open.segment == segment))
+            .map(|(&id, _)| id)
+            .collect();
+        ledgers.sort_unstable();
+        ledgers
+    }
+
+    /// One ledger's entry array of unsealed segment `segment`.
+    #[must_use]
+    pub fn open_segment_slots(&self, ledger: LedgerId, segment: SegmentId) -> Option<&OpenSlots> {
+        let state = self.ledgers.get(&ledger)?;
+        state.open.iter().find(|open| open.segment == segment)
+    }
+
+    /// `segment`'s index is durable: its entry arrays give way to its runs (which must come
+    /// from those arrays, or from the index file at open), and its slot table is recorded.
+    pub fn seal(&mut self, segment: SegmentId, table: SealedSegment, runs: &[Run]) {
+        for state in self.ledgers.values_mut() {
+            state.open.retain(|open| open.segment != segment);
+        }
+        for run in runs {
+            // A run of a ledger the checkpoint did not know (its key record was lost with an
+            // index rebuilt from a segment) cannot be read without its key: keep it anyway,
+            // keyed by the all-zero key recovery uses for records seen before their key.
+            self.create(run.ledger, [0u8; MASTER_KEY_SIZE]);
+            let state = self.ledgers.get_mut(&run.ledger).expect("created");
+            let sealed = SealedRun::of(segment, run);
+            let at = state
+                .sealed
+                .partition_point(|existing| existing.segment <= segment);
+            state.sealed.insert(at, sealed);
+            state.entry_last = state.entry_last.max(run.entry_last.0);
+            state.entry_staged_max = state.entry_staged_max.max(run.entry_last.0);
+        }
+        self.sealed_segments.insert(segment, table);
+    }
+
+    /// Where a sealed segment's slot table is.
+    #[must_use]
+    pub fn sealed_segment(&self, segment: SegmentId) -> Option<SealedSegment> {
+        self.sealed_segments.get(&segment).copied()
+    }
+
+    /// Sealed segments, ascending.
+    pub fn sealed_segments(&self) -> impl Iterator<Item = SegmentId> + '_ {
+        self.sealed_segments.keys().copied()
+    }
+
+    /// Bytes of memory the entry arrays of unsealed segments hold (capacity, not length).
+    #[must_use]
+    pub fn open_slot_bytes(&self) -> usize {
+        self.ledgers
+            .values()
+            .flat_map(|state| state.open.iter())
+            .map(|open| open.slots.capacity() * std::mem::size_of::<OpenSlot>())
+            .sum()
     }
 }

@@ -12,6 +12,7 @@
 // All io_uring and other system-call `unsafe` lives in `uring`; the compiler enforces it.
 #![deny(unsafe_code)]
 
+pub mod checkpoint;
 pub mod config;
 pub mod constants;
 #[cfg(any(test, feature = "counting-allocator"))]
@@ -21,6 +22,8 @@ pub mod error;
 pub mod file_name;
 pub mod ids;
 pub mod index;
+pub mod index_build;
+pub mod index_file;
 pub mod journal;
 pub mod record;
 mod recovery;
@@ -37,6 +40,7 @@ pub use ids::{EntryId, LedgerId, Location, Position, SegmentId, Sequence};
 pub use journal::{
     AddOptions, CommitInFlight, CommitStage, Event, Journal, ReadOutcome, ReadTarget, Stats,
 };
+pub use recovery::OpenReport;
 
 #[cfg(test)]
 mod tests;

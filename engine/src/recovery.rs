@@ -9,6 +9,7 @@
 //! X is a torn tail that was never acknowledged: it is zeroed and synced, and appends resume
 //! at the next sector boundary.
 
+use self::sealed::CheckpointLoad;
 use crate::config::Config;
 use crate::constants::{
     BATCH_BYTES_MAX, COMMITS_IN_FLIGHT_MAX, RECORD_ALIGNMENT, RECORD_HEADER_SIZE,
@@ -18,6 +19,10 @@ use crate::disk::{BufferId, Disk};
 use crate::error::{CorruptReason, OpenError};
 use crate::ids::{FileId, Location, Position, SegmentId, Sequence};
 use crate::index::{Index, Slot};
+use crate::index_build::SegmentSpan;
+use crate::journal::Resume;
+
+mod sealed;
 use crate::record::{self, RecordError, RecordHeader, RecordKind};
 use crate::stdx::{align_down_u64, align_up_u64, to_u64, to_usize};
 use std::io;
@@ -48,10 +53,12 @@ impl<D: Disk> Window<'_, D> {
         if !inside {
             let start = align_down_u64(position, SECTOR);
             self.segment = None;
-            let file = FileId::Segment(segment);
-            let count = self
-                .disk
-                .read_blocking(file, start, self.buffer, RECOVERY_CHUNK_SIZE)?;
+            let count = self.disk.read_blocking(
+                FileId::Segment(segment),
+                start,
+                self.buffer,
+                RECOVERY_CHUNK_SIZE,
+            )?;
             self.segment = Some(segment);
             self.start = start;
             self.length = count;
@@ -74,6 +81,13 @@ struct Scan {
     index: Index,
     sequence_next: Option<Sequence>,
     checksum_previous: u32,
+    /// Only entries are applied (rebuilding a sealed segment's index: the checkpoint holds
+    /// the ledgers' state, and an old explicit LAC must not replace a newer one).
+    entries_only: bool,
+    /// The current segment's first record's sequence, once seen.
+    segment_sequence_first: Option<Sequence>,
+    /// Segments the scan passed through completely, with their spans.
+    spans: Vec<SegmentSpan>,
 }
 
 /// What recovery hands to the journal: the rebuilt index, where appends resume, and the
@@ -88,6 +102,30 @@ pub(crate) struct Recovered {
     pub spares: Vec<SegmentId>,
     pub segment_id_max: SegmentId,
     pub torn_tail_truncated: bool,
+    /// Sequence of the active segment's first record (the next one if it has none).
+    pub active_sequence_first: Sequence,
+    /// What the checkpoint on disk covers.
+    pub resume: Resume,
+    /// Segments scanned completely that are not sealed yet, oldest first.
+    pub seal_queue: Vec<SegmentSpan>,
+    pub report: OpenReport,
+}
+
+/// What open found and did, for the operator's log.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OpenReport {
+    /// The checkpoint used: its generation and the first segment it does not cover.
+    pub checkpoint: Option<(u64, SegmentId)>,
+    /// A checkpoint present but not usable (bad checksum): why; every segment was scanned.
+    pub checkpoint_ignored: Option<String>,
+    /// Sealed indexes read.
+    pub indexes_loaded: usize,
+    /// Sealed segments whose index was missing or corrupt, rebuilt from the segment: which,
+    /// and why.
+    pub indexes_rebuilt: Vec<(SegmentId, String)>,
+    /// Segments whose records were scanned, and their bytes up to where the scan stopped.
+    pub segments_scanned: usize,
+    pub bytes_scanned: u64,
 }
 
 pub(crate) fn recover<D: Disk>(
@@ -96,16 +134,21 @@ pub(crate) fn recover<D: Disk>(
     buffer: BufferId,
 ) -> Result<Recovered, OpenError> {
     let files = disk.files_list().map_err(io_error("listing files"))?;
-    // Index and checkpoint files are not the journal: they are neither scanned nor deleted.
     let segments: Vec<SegmentId> = files
-        .into_iter()
+        .iter()
         .filter_map(|file| match file {
-            FileId::Segment(segment) => Some(segment),
+            FileId::Segment(id) => Some(*id),
             FileId::Index(_) | FileId::Checkpoint => None,
         })
         .collect();
-    assert!(segments.windows(2).all(|pair| pair[0] < pair[1]));
+    let has_checkpoint = files.contains(&FileId::Checkpoint);
     if segments.is_empty() {
+        if has_checkpoint {
+            return Err(OpenError::Missing {
+                file: FileId::Checkpoint.to_string(),
+                missing: "every segment it covers",
+            });
+        }
         create_blocking(
             disk,
             SegmentId(0),
@@ -124,6 +167,15 @@ pub(crate) fn recover<D: Disk>(
             spares: Vec::new(),
             segment_id_max: SegmentId(0),
             torn_tail_truncated: false,
+            active_sequence_first: Sequence(1),
+            resume: Resume {
+                segment: SegmentId(0),
+                sequence_next: Sequence(1),
+                checksum_previous: 0,
+                generation: 0,
+            },
+            seal_queue: Vec::new(),
+            report: OpenReport::default(),
         });
     }
     let mut window = Window {
@@ -137,24 +189,74 @@ pub(crate) fn recover<D: Disk>(
         check_segment(&mut window, segment, config.segment_size)?;
     }
     let size = config.segment_size;
+    let mut report = OpenReport::default();
     let mut scan = Scan {
         index: Index::default(),
         sequence_next: None,
         checksum_previous: 0,
+        entries_only: false,
+        segment_sequence_first: None,
+        spans: Vec::new(),
     };
-    let stop = scan_records(&mut window, &segments, size, &mut scan)?;
+    let mut resume = Resume {
+        segment: segments[0],
+        sequence_next: Sequence(1),
+        checksum_previous: 0,
+        generation: 0,
+    };
+    let loaded = if has_checkpoint {
+        sealed::checkpoint_load(&mut window)?
+    } else {
+        CheckpointLoad::Absent
+    };
+    let mut first = 0;
+    match loaded {
+        CheckpointLoad::Loaded(header, ledgers) => {
+            sealed::ledgers_apply(&mut scan.index, &ledgers);
+            resume = Resume {
+                segment: header.resume_segment,
+                sequence_next: header.sequence_next,
+                checksum_previous: header.checksum_previous,
+                generation: header.generation,
+            };
+            report.checkpoint = Some((header.generation, header.resume_segment));
+            first = segments.partition_point(|&segment| segment < header.resume_segment);
+            if segments.get(first) != Some(&header.resume_segment) {
+                return Err(OpenError::Missing {
+                    file: FileId::Segment(header.resume_segment).to_string(),
+                    missing: "the segment the checkpoint resumes at",
+                });
+            }
+            for &segment in &segments[..first] {
+                sealed::sealed_load(&mut window, config, segment, &mut scan, &mut report)?;
+            }
+            scan.sequence_next = Some(header.sequence_next);
+            scan.checksum_previous = header.checksum_previous;
+        }
+        CheckpointLoad::Ignored(reason) => report.checkpoint_ignored = Some(reason),
+        CheckpointLoad::Absent => {}
+    }
+    let segments_scanned = &segments[first..];
+    let stop = scan_records(&mut window, segments_scanned, size, &mut scan)?;
     let sequence_last = scan.sequence_next.map_or(0, |next| next.0 - 1);
-    let truncated = probe_and_truncate(&mut window, &segments, size, stop, sequence_last)?;
-    let stop_segment = segments[stop.segment_index];
+    let truncated = probe_and_truncate(&mut window, segments_scanned, size, stop, sequence_last)?;
+    let stop_segment = segments_scanned[stop.segment_index];
+    report.segments_scanned = stop.segment_index + 1;
+    report.bytes_scanned = to_u64(stop.segment_index) * size + stop.position;
+    let sequence_next = scan.sequence_next.unwrap_or(Sequence(1));
     Ok(Recovered {
         index: scan.index,
         segment_active: stop_segment,
         position_next: align_up_u64(stop.position, SECTOR),
-        sequence_next: scan.sequence_next.unwrap_or(Sequence(1)),
+        sequence_next,
         checksum_previous: scan.checksum_previous,
-        spares: segments[stop.segment_index + 1..].to_vec(),
+        spares: segments_scanned[stop.segment_index + 1..].to_vec(),
         segment_id_max: *segments.last().expect("non-empty"),
         torn_tail_truncated: truncated,
+        active_sequence_first: scan.segment_sequence_first.unwrap_or(sequence_next),
+        resume,
+        seal_queue: scan.spans,
+        report,
     })
 }
 
@@ -238,9 +340,24 @@ fn scan_records<D: Disk>(
                     index: Index::default(),
                     sequence_next: scan.sequence_next,
                     checksum_previous: scan.checksum_previous,
+                    entries_only: true,
+                    segment_sequence_first: None,
+                    spans: Vec::new(),
                 };
                 if next_record(window, next, first, &mut probe)?.is_err() {
                     return stop(None);
+                }
+                // The segment is complete: it is sealed after open (if it holds records).
+                if let (Some(sequence_first), Some(next)) =
+                    (scan.segment_sequence_first.take(), scan.sequence_next)
+                {
+                    scan.spans.push(SegmentSpan {
+                        segment,
+                        sequence_first,
+                        sequence_last: Sequence(next.0 - 1),
+                        checksum_last: scan.checksum_previous,
+                        data_end: align_up_u64(position, SECTOR),
+                    });
                 }
                 segment_index += 1;
                 position = first;
@@ -289,7 +406,14 @@ fn next_record<D: Disk>(
     if header.sequence.0 == u64::MAX || !semantics_valid(&scan.index, &header, payload) {
         return Ok(Err(RecordError::Reserved));
     }
-    apply(&mut scan.index, &header, payload);
+    if scan.entries_only {
+        if header.kind == RecordKind::Entry {
+            apply(&mut scan.index, &header, payload);
+        }
+    } else {
+        apply(&mut scan.index, &header, payload);
+    }
+    scan.segment_sequence_first.get_or_insert(header.sequence);
     scan.sequence_next = Some(Sequence(header.sequence.0 + 1));
     scan.checksum_previous = checksum;
     Ok(Ok(to_u64(size)))

@@ -6,6 +6,7 @@ mod harness;
 mod journal;
 mod record;
 mod recovery;
+mod sealed;
 mod sim_disk;
 mod simulation;
 mod uring;

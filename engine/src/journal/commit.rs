@@ -20,6 +20,7 @@ use crate::ids::{
     EntryId, FileId, LedgerId, Location, Position, SegmentId, Sequence, ENTRY_ID_LEDGER_KEY,
 };
 use crate::index::Slot;
+use crate::index_build::SegmentSpan;
 use crate::record::{self, RecordHeader, RecordKind};
 use crate::stdx::{align_up, to_u64};
 use std::collections::VecDeque;
@@ -133,6 +134,9 @@ pub(super) struct Commits {
     position_next: u64,
     sequence_next: Sequence,
     checksum_previous: u32,
+    /// Sequence of the active segment's first record (its next one while it has none): what
+    /// the segment's index records when it is sealed.
+    segment_sequence_first: Sequence,
     /// Set by the first failed write or sync; never cleared.
     poisoned: bool,
     /// `Config::commits_in_flight_max`.
@@ -151,6 +155,7 @@ impl Commits {
         position_next: u64,
         sequence_next: Sequence,
         checksum_previous: u32,
+        segment_sequence_first: Sequence,
     ) -> Commits {
         assert!(buffers_free.len() > config.commits_in_flight_max);
         let slots = (0..=config.commits_in_flight_max)
@@ -179,6 +184,7 @@ impl Commits {
             position_next,
             sequence_next,
             checksum_previous,
+            segment_sequence_first,
             poisoned: false,
             in_flight_max: config.commits_in_flight_max,
             segment_size: config.segment_size,
@@ -192,6 +198,15 @@ impl Commits {
     /// True when no commit is staged or in flight.
     pub(super) fn is_idle(&self) -> bool {
         self.order.is_empty()
+    }
+
+    /// True when a commit of `segment` is staging or in flight.
+    pub(super) fn holds_segment(&self, segment: SegmentId) -> bool {
+        self.segment_active == segment
+            || self
+                .order
+                .iter()
+                .any(|&slot| self.slots[slot].segment == segment)
     }
 
     /// True when every commit slot is in flight.
@@ -337,8 +352,21 @@ impl<D: Disk> Journal<D> {
                     AddError::StagingFull
                 });
             };
+            let sequence_last = Sequence(commits.sequence_next.0 - 1);
+            // A segment with no record (possible only for the one recovery stopped in) has
+            // nothing to index; the next restart's scan passes over it.
+            if sequence_last >= commits.segment_sequence_first {
+                self.seal.enqueue(SegmentSpan {
+                    segment: commits.segment_active,
+                    sequence_first: commits.segment_sequence_first,
+                    sequence_last,
+                    checksum_last: commits.checksum_previous,
+                    data_end: commits.position_next,
+                });
+            }
             commits.segment_active = spare;
             commits.position_next = to_u64(SEGMENT_HEADER_SIZE);
+            commits.segment_sequence_first = commits.sequence_next;
         }
         commits.buffers_free.pop();
         let slot = (0..commits.slots.len()).find(|&i| commits.slots[i].state == CommitState::Free);

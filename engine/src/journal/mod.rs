@@ -25,7 +25,9 @@
 
 mod commit;
 mod event;
+mod index_pages;
 mod reads;
+mod seal;
 mod segments;
 mod stats;
 mod zero_ahead;
@@ -37,19 +39,23 @@ pub use self::stats::Stats;
 pub use crate::ids::{ENTRY_ID_EXPLICIT_LAC, ENTRY_ID_FENCE, ENTRY_ID_FORCE, ENTRY_ID_LEDGER_KEY};
 
 use self::commit::{Commits, Staged};
-use self::reads::{Expected, Reads};
+use self::index_pages::IndexPages;
+use self::reads::{Expected, Reads, Resolved};
+pub(crate) use self::seal::Resume;
+use self::seal::Seal;
 use self::segments::Segments;
 use self::zero_ahead::ZeroAhead;
 use crate::config::Config;
 use crate::constants::{
     BATCH_BYTES_MAX, BATCH_RECORDS_MAX, ENTRY_GAP_MAX, MASTER_KEY_SIZE, READ_BUFFER_SIZE,
-    RECORD_PAYLOAD_SIZE_MAX, SECTOR_SIZE, SEGMENT_HEADER_SIZE,
+    RECORD_PAYLOAD_SIZE_MAX, SEAL_CHUNK_SIZE, SECTOR_SIZE, SEGMENT_HEADER_SIZE,
 };
 use crate::disk::{BufferId, Disk, DiskCompletion};
 use crate::error::{AddError, OpenError, ReadError};
 use crate::ids::{EntryId, FileId, LedgerId};
 use crate::index::{Index, Ledger};
 use crate::record::{self, RecordKind};
+use crate::recovery::OpenReport;
 use crate::stdx::{align_up, to_u64, to_usize};
 
 // A disk token is the kind of operation (which state machine owns it) and the owner's slot.
@@ -57,6 +63,7 @@ const TOKEN_COMMIT: u64 = 1 << 24;
 const TOKEN_READ: u64 = 2 << 24;
 const TOKEN_PREPARE: u64 = 3 << 24;
 const TOKEN_ZERO_AHEAD: u64 = 4 << 24;
+const TOKEN_SEAL: u64 = 5 << 24;
 const TOKEN_KIND_MASK: u64 = 0xFF << 24;
 
 /// How an add is acknowledged.
@@ -82,6 +89,12 @@ pub struct Journal<D: Disk> {
     /// Preparation of the next segment, the spares, the read-only state.
     segments: Segments,
     zero_ahead: ZeroAhead,
+    /// Writing sealed segments' indexes and the checkpoint.
+    seal: Seal,
+    /// Slot-table pages of sealed indexes read recently.
+    index_pages: IndexPages,
+    /// What open found and did, for the server's log.
+    open_report: OpenReport,
     /// Events queued for `events_swap`.
     events: Vec<Event>,
     /// Scratch for `poll`, allocated once.
@@ -102,6 +115,7 @@ impl<D: Disk> Journal<D> {
             config.reads_in_flight_max,
         ));
         sizes.push(SEGMENT_HEADER_SIZE);
+        sizes.push(SEAL_CHUNK_SIZE);
         disk.buffers_allocate(&sizes);
         let buffer_id = |index: usize| BufferId(u32::try_from(index).expect("few buffers"));
         let mut recovered = crate::recovery::recover(&mut disk, &config, buffer_id(0))?;
@@ -128,8 +142,11 @@ impl<D: Disk> Journal<D> {
             recovered.position_next,
             recovered.sequence_next,
             recovered.checksum_previous,
+            recovered.active_sequence_first,
         );
-        let header_buffer = buffer_id(sizes.len() - 1);
+        let header_buffer = buffer_id(sizes.len() - 2);
+        let seal_buffer = buffer_id(sizes.len() - 1);
+        let seal = Seal::new(seal_buffer, recovered.resume, recovered.seal_queue);
         let segments = Segments::new(recovered.spares, recovered.segment_id_max, header_buffer);
         let zero_ahead_enabled = config.zero_ahead && !config.segment_zero_fill;
         let zero_ahead = ZeroAhead::new(zero_ahead_enabled, recovered.segment_active);
@@ -147,6 +164,9 @@ impl<D: Disk> Journal<D> {
             reads,
             segments,
             zero_ahead,
+            seal,
+            index_pages: IndexPages::new(config.index_cache_pages),
+            open_report: recovered.report,
             events: Vec::with_capacity(events_max + config.reads_in_flight_max),
             completions: Vec::with_capacity(events_max),
             stats,
@@ -350,6 +370,7 @@ impl<D: Disk> Journal<D> {
         if !self.commits.is_poisoned() && !self.commits.slots_full() {
             let head = self.commits.write_head();
             self.zero_ahead.drive(disk, head, self.config.segment_size);
+            self.seal_drive();
         }
         if self.disk.flush().is_err() {
             self.poison();
@@ -363,10 +384,11 @@ impl<D: Disk> Journal<D> {
         for completion in completions.drain(..) {
             let slot = to_usize(completion.token & !TOKEN_KIND_MASK);
             let (op, result) = (completion.op, completion.result);
-            let (disk, stats, events) = (&mut self.disk, &mut self.stats, &mut self.events);
+            let (disk, stats) = (&mut self.disk, &mut self.stats);
             match completion.token & TOKEN_KIND_MASK {
                 TOKEN_COMMIT => self.on_commit(slot, op, result),
-                TOKEN_READ => self.reads.on_complete(disk, stats, events, slot, result),
+                TOKEN_READ => self.read_on_complete(slot, result),
+                TOKEN_SEAL => self.seal_on_complete(op, result),
                 TOKEN_PREPARE => self
                     .segments
                     .on_complete(disk, stats, &self.config, op, result),
@@ -404,10 +426,20 @@ impl<D: Disk> Journal<D> {
             ReadTarget::ExplicitLac => (ENTRY_ID_EXPLICIT_LAC, RecordKind::ExplicitLac),
         };
         let slot = match target {
-            ReadTarget::ExplicitLac => state.explicit_lac,
-            ReadTarget::Entry(_) | ReadTarget::Last => state.slot(entry),
+            ReadTarget::ExplicitLac => state.explicit_lac.ok_or(ReadError::NoEntry)?,
+            ReadTarget::Entry(_) | ReadTarget::Last => {
+                match self.entry_resolve(ledger, entry, 0)? {
+                    Resolved::Record(slot) => slot,
+                    Resolved::Page(page) => {
+                        let (disk, stats, events) =
+                            (&mut self.disk, &mut self.stats, &mut self.events);
+                        self.reads
+                            .start_page(disk, stats, events, token, (ledger, entry), page)?;
+                        return Ok(ReadOutcome::Pending);
+                    }
+                }
+            }
         };
-        let slot = slot.ok_or(ReadError::NoEntry)?;
         let expected = Expected {
             kind,
             ledger,
@@ -454,6 +486,12 @@ impl<D: Disk> Journal<D> {
         self.segments.retry_now();
     }
 
+    /// Makes the next `submit` retry a failed sealing step now instead of after
+    /// `SEAL_RETRY_INTERVAL_SUBMITS` submits; the server calls this on its clock.
+    pub fn seal_retry_now(&mut self) {
+        self.seal.retry_now();
+    }
+
     /// True while no segment can be created (disk full): adds get `ReadOnly`.
     #[must_use]
     pub fn is_read_only(&self) -> bool {
@@ -463,7 +501,9 @@ impl<D: Disk> Journal<D> {
     /// True when no commit is staged or in flight, and no zero-ahead write is in flight.
     #[must_use]
     pub fn is_idle(&self) -> bool {
-        self.commits.is_idle() && self.zero_ahead.is_idle()
+        self.commits.is_idle()
+            && self.zero_ahead.is_idle()
+            && (self.seal.is_idle() || self.commits.is_poisoned())
     }
 
     /// The oldest commit submitted and not yet durable, with the stage it waits in: what the
@@ -484,6 +524,19 @@ impl<D: Disk> Journal<D> {
     #[must_use]
     pub fn staged_records(&self) -> usize {
         self.commits.staged_records()
+    }
+
+    /// What open found and did: the checkpoint used, indexes loaded and rebuilt, what was
+    /// scanned.
+    #[must_use]
+    pub fn open_report(&self) -> &OpenReport {
+        &self.open_report
+    }
+
+    /// Segments waiting to be sealed (their entries still cost memory).
+    #[must_use]
+    pub fn segments_unsealed(&self) -> usize {
+        self.seal.pending()
     }
 
     /// Counters.

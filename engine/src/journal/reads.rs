@@ -3,11 +3,14 @@
 //! checked against the identity the index expects at its location, so a misdirected read or
 //! write that is internally valid is caught; a disk read that fails the check is retried once.
 
-use super::{Event, Stats, TOKEN_READ};
+use super::{Event, Journal, Stats, TOKEN_READ};
 use crate::constants::SECTOR_SIZE;
 use crate::disk::{BufferId, Disk};
 use crate::error::ReadError;
-use crate::ids::{EntryId, FileId, LedgerId, Location, Position, SegmentId};
+use crate::ids::FileId;
+use crate::ids::{EntryId, LedgerId, Location, Position, SegmentId};
+use crate::index::{Lookup, SealedRun, Slot};
+use crate::index_file;
 use crate::record::{self, RecordKind};
 use crate::stdx::{to_u64, to_usize};
 use std::collections::VecDeque;
@@ -80,6 +83,21 @@ struct Read {
     start: u64,
     length: usize,
     attempts: u32,
+    /// Set while the read first fetches the index page that says where the entry is.
+    page: Option<PageRead>,
+}
+
+/// An index page a read of a sealed entry needs first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct PageRead {
+    /// The sealed run that may hold the entry, and how many runs were tried before it.
+    pub run: SealedRun,
+    pub candidate: usize,
+    /// The page of the segment's slot table, its byte offset in the index file, and the
+    /// entry's slot in it.
+    pub page: u64,
+    pub offset: u64,
+    pub at: usize,
 }
 
 /// The reads of one journal: the read slots with their buffers, and the read cache.
@@ -114,6 +132,7 @@ impl Reads {
                 start: 0,
                 length: 0,
                 attempts: 0,
+                page: None,
             })
             .collect();
         let count = u32::try_from(slots.len()).expect("small");
@@ -168,6 +187,7 @@ impl Reads {
             start,
             length: to_usize(end - start),
             attempts: 0,
+            page: None,
         };
         self.submit(disk, events, read_slot as usize);
         stats.reads_disk += 1;
@@ -195,10 +215,16 @@ impl Reads {
         read.attempts += 1;
         read.state = ReadState::InFlight;
         let token = TOKEN_READ | to_u64(slot);
-        let (segment, start, buffer, length) =
-            (read.location.segment, read.start, read.buffer, read.length);
+        let (file, start, length) = match read.page {
+            Some(page) => (FileId::Index(page.run.segment), page.offset, SECTOR_SIZE),
+            None => (
+                FileId::Segment(read.location.segment),
+                read.start,
+                read.length,
+            ),
+        };
         if disk
-            .submit_read(token, FileId::Segment(segment), start, buffer, length)
+            .submit_read(token, file, start, read.buffer, length)
             .is_err()
         {
             let read = &mut self.slots[slot];
@@ -239,6 +265,121 @@ impl Reads {
         } else {
             self.slots[slot].state = ReadState::Done;
         }
+        events.push(Event::ReadDone {
+            token: read.token,
+            slot: ReadSlot(slot_u32(slot)),
+        });
+    }
+
+    /// Starts a read whose first step is fetching an index page.
+    pub(super) fn start_page<D: Disk>(
+        &mut self,
+        disk: &mut D,
+        stats: &mut Stats,
+        events: &mut Vec<Event>,
+        token: u64,
+        target: (LedgerId, EntryId),
+        page: PageRead,
+    ) -> Result<(), ReadError> {
+        let read_slot = self.free.pop().ok_or(ReadError::Busy)?;
+        let read = &mut self.slots[read_slot as usize];
+        assert_eq!(read.state, ReadState::Free);
+        read.token = token;
+        read.ledger = target.0;
+        read.entry = target.1;
+        read.kind = RecordKind::Entry;
+        read.attempts = 0;
+        read.page = Some(page);
+        self.submit(disk, events, read_slot as usize);
+        stats.index_page_reads += 1;
+        Ok(())
+    }
+
+    /// The index page a read in flight is fetching, if that is its step.
+    pub(super) fn page_pending(&self, slot: usize) -> Option<PageRead> {
+        let read = &self.slots[slot];
+        (read.state == ReadState::InFlight)
+            .then_some(read.page)
+            .flatten()
+    }
+
+    /// The (ledger, entry) a read is for.
+    pub(super) fn target(&self, slot: usize) -> (LedgerId, EntryId) {
+        (self.slots[slot].ledger, self.slots[slot].entry)
+    }
+
+    /// The page step of `slot` came back with `result`: the verified page's bytes, or
+    /// `None` after a retry (the read then failed and was reported).
+    pub(super) fn page_complete<D: Disk>(
+        &mut self,
+        disk: &mut D,
+        stats: &mut Stats,
+        events: &mut Vec<Event>,
+        slot: usize,
+        result: i32,
+    ) -> Option<BufferId> {
+        let read = self.slots[slot];
+        let complete = usize::try_from(result).is_ok_and(|count| count == SECTOR_SIZE);
+        let intact =
+            complete && crate::index_file::page_verify(&disk.buffer(read.buffer)[..SECTOR_SIZE]);
+        if intact {
+            return Some(read.buffer);
+        }
+        stats.read_checksum_failures += u64::from(complete);
+        if read.attempts < 2 {
+            self.submit(disk, events, slot);
+        } else {
+            self.fail(events, slot, ReadError::Io);
+        }
+        None
+    }
+
+    /// Goes on with `slot`'s next step: another index page.
+    pub(super) fn continue_page<D: Disk>(
+        &mut self,
+        disk: &mut D,
+        stats: &mut Stats,
+        events: &mut Vec<Event>,
+        slot: usize,
+        page: PageRead,
+    ) {
+        let read = &mut self.slots[slot];
+        read.page = Some(page);
+        read.attempts = 0;
+        self.submit(disk, events, slot);
+        stats.index_page_reads += 1;
+    }
+
+    /// Goes on with `slot`'s next step: the record, now that its location is known.
+    pub(super) fn continue_record<D: Disk>(
+        &mut self,
+        disk: &mut D,
+        stats: &mut Stats,
+        events: &mut Vec<Event>,
+        slot: usize,
+        location: Location,
+        payload_size: u32,
+    ) {
+        let read = &mut self.slots[slot];
+        let size = record::record_size(payload_size as usize);
+        let start = crate::stdx::align_down_u64(location.position.0, to_u64(SECTOR_SIZE));
+        let end =
+            crate::stdx::align_up_u64(location.position.0 + to_u64(size), to_u64(SECTOR_SIZE));
+        read.page = None;
+        read.location = location;
+        read.payload_size = payload_size;
+        read.start = start;
+        read.length = to_usize(end - start);
+        read.attempts = 0;
+        self.submit(disk, events, slot);
+        stats.reads_disk += 1;
+    }
+
+    /// Ends `slot` with `error` and reports it.
+    pub(super) fn fail(&mut self, events: &mut Vec<Event>, slot: usize, error: ReadError) {
+        let read = &mut self.slots[slot];
+        read.page = None;
+        read.state = ReadState::Failed(error);
         events.push(Event::ReadDone {
             token: read.token,
             slot: ReadSlot(slot_u32(slot)),
@@ -319,4 +460,103 @@ fn verify(bytes: &[u8], expected: Expected) -> Option<&[u8]> {
         && header.entry == expected.entry
         && header.location == expected.location;
     matches.then_some(payload)
+}
+
+/// Where a read of an entry goes next.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Resolved {
+    /// The record is here.
+    Record(Slot),
+    /// An index page must be read first.
+    Page(PageRead),
+}
+
+impl<D: Disk> Journal<D> {
+    /// Finds `entry` of `ledger` through the unsealed entry arrays and the cached index
+    /// pages, trying sealed runs newest first from the `skip`-th on.
+    pub(super) fn entry_resolve(
+        &mut self,
+        ledger: LedgerId,
+        entry: EntryId,
+        mut skip: usize,
+    ) -> Result<Resolved, ReadError> {
+        let state = self.index.ledger(ledger).ok_or(ReadError::NoLedger)?;
+        loop {
+            let (run, candidate) = match state.locate(entry, skip) {
+                Lookup::Found(slot) => return Ok(Resolved::Record(slot)),
+                Lookup::Missing => return Err(ReadError::NoEntry),
+                Lookup::Sealed { run, candidate } => (run, candidate),
+            };
+            let table = self
+                .index
+                .sealed_segment(run.segment)
+                .expect("a sealed run's segment is sealed");
+            let (page, at) = index_file::page_of(run.slot_of(entry));
+            let Some(bytes) = self.index_pages.get(run.segment, page) else {
+                let offset = table.slot_table_offset + page * to_u64(SECTOR_SIZE);
+                return Ok(Resolved::Page(PageRead {
+                    run,
+                    candidate,
+                    page,
+                    offset,
+                    at,
+                }));
+            };
+            self.stats.index_page_hits += 1;
+            match index_file::page_slot(bytes, at) {
+                Some((position, payload_size)) => {
+                    let location = Location {
+                        segment: run.segment,
+                        position: Position(u64::from(position)),
+                    };
+                    return Ok(Resolved::Record(Slot::new(location, payload_size)));
+                }
+                // A hole: an older run may still hold the entry.
+                None => skip = candidate + 1,
+            }
+        }
+    }
+
+    /// A disk read completed: an index page step goes on to the record (or the next page, or
+    /// fails); a record step is verified as before.
+    pub(super) fn read_on_complete(&mut self, slot: usize, result: i32) {
+        let (disk, stats, events) = (&mut self.disk, &mut self.stats, &mut self.events);
+        let Some(page) = self.reads.page_pending(slot) else {
+            self.reads.on_complete(disk, stats, events, slot, result);
+            return;
+        };
+        let Some(buffer) = self.reads.page_complete(disk, stats, events, slot, result) else {
+            return;
+        };
+        let bytes = &self.disk.buffer(buffer)[..SECTOR_SIZE];
+        self.index_pages.insert(page.run.segment, page.page, bytes);
+        let slot_value = index_file::page_slot(bytes, page.at);
+        let (ledger, entry) = self.reads.target(slot);
+        let next = match slot_value {
+            Some((position, payload_size)) => {
+                let location = Location {
+                    segment: page.run.segment,
+                    position: Position(u64::from(position)),
+                };
+                Ok(Resolved::Record(Slot::new(location, payload_size)))
+            }
+            None => self.entry_resolve(ledger, entry, page.candidate + 1),
+        };
+        let (disk, stats, events) = (&mut self.disk, &mut self.stats, &mut self.events);
+        match next {
+            Ok(Resolved::Record(found)) => self.reads.continue_record(
+                disk,
+                stats,
+                events,
+                slot,
+                found.location(),
+                found.payload_size(),
+            ),
+            Ok(Resolved::Page(next_page)) => {
+                self.reads
+                    .continue_page(disk, stats, events, slot, next_page);
+            }
+            Err(error) => self.reads.fail(events, slot, error),
+        }
+    }
 }

@@ -39,4 +39,16 @@ pub struct Stats {
     pub zero_ahead_waits: u64,
     /// Zero-ahead writes that failed (zero-ahead then stops; nothing else depends on it).
     pub zero_ahead_failures: u64,
+    /// Segments sealed (index durable) after open.
+    pub segments_sealed: u64,
+    /// Bytes of index files written by sealing.
+    pub index_bytes_written: u64,
+    /// Checkpoints written after open.
+    pub checkpoints_written: u64,
+    /// Sealing steps that failed (retried later; nothing acknowledged depends on them).
+    pub seal_failures: u64,
+    /// Index pages read from disk for reads of sealed entries.
+    pub index_page_reads: u64,
+    /// Index pages found in the cache.
+    pub index_page_hits: u64,
 }

@@ -10,8 +10,21 @@ use crate::disk::sim::{SimFaults, SimRng};
 use crate::journal::Journal;
 use crate::{Config, LedgerId, SimDisk};
 
-/// Runs one seed; returns the bytes zeroed ahead of the write head (to show coverage).
-fn run_seed(seed: u64) -> u64 {
+/// What the seeds exercised, summed, so the test can insist the states it claims to cover
+/// were reached.
+#[derive(Clone, Copy, Debug, Default)]
+struct Coverage {
+    zero_ahead_bytes: u64,
+    segments_sealed: u64,
+    /// Crashes with a segment waiting for or in the middle of sealing.
+    crashes_while_sealing: u64,
+    /// Opens that resumed from a checkpoint.
+    opens_from_checkpoint: u64,
+    seal_failures: u64,
+}
+
+/// Runs one seed; returns what it exercised.
+fn run_seed(seed: u64) -> Coverage {
     let mut rng = SimRng::new(seed);
     let config = Config {
         commits_in_flight_max: 1 + crate::stdx::to_usize(rng.below(4)),
@@ -27,10 +40,11 @@ fn run_seed(seed: u64) -> u64 {
     let mut model = Model::default();
     let mut token = 0u64;
     let mut entry_next = [0i64; 4];
-    let mut zero_ahead_bytes = 0;
+    let mut coverage = Coverage::default();
     for round in 0..1 + rng.below(6) {
         let mut journal = Journal::open(disk, config.clone())
             .unwrap_or_else(|error| panic!("round {round}: open failed: {error}"));
+        coverage.opens_from_checkpoint += u64::from(journal.open_report().checkpoint.is_some());
         verify_all(&mut journal, &model);
         model.pending.clear();
         // Faults for this round: most rounds clean, some with I/O errors.
@@ -60,7 +74,11 @@ fn run_seed(seed: u64) -> u64 {
             model.apply(&events);
         }
         journal.disk_mut().faults = SimFaults::default();
-        zero_ahead_bytes += journal.stats().zero_ahead_bytes;
+        let stats = journal.stats();
+        coverage.zero_ahead_bytes += stats.zero_ahead_bytes;
+        coverage.segments_sealed += stats.segments_sealed;
+        coverage.seal_failures += stats.seal_failures;
+        coverage.crashes_while_sealing += u64::from(journal.segments_unsealed() > 0);
         disk = journal.into_disk().crash();
         // Entries never acknowledged may or may not survive; later adds must not collide.
         for next in &mut entry_next {
@@ -68,8 +86,9 @@ fn run_seed(seed: u64) -> u64 {
         }
     }
     let mut journal = Journal::open(disk, config).expect("final open");
+    coverage.opens_from_checkpoint += u64::from(journal.open_report().checkpoint.is_some());
     verify_all(&mut journal, &model);
-    zero_ahead_bytes
+    coverage
 }
 
 #[test]
@@ -83,10 +102,16 @@ fn simulation() {
         }
     };
     let mut failed = Vec::new();
-    let mut zero_ahead_bytes = 0;
+    let mut total = Coverage::default();
     for &seed in &seeds {
         match std::panic::catch_unwind(|| run_seed(seed)) {
-            Ok(bytes) => zero_ahead_bytes += bytes,
+            Ok(coverage) => {
+                total.zero_ahead_bytes += coverage.zero_ahead_bytes;
+                total.segments_sealed += coverage.segments_sealed;
+                total.crashes_while_sealing += coverage.crashes_while_sealing;
+                total.opens_from_checkpoint += coverage.opens_from_checkpoint;
+                total.seal_failures += coverage.seal_failures;
+            }
             Err(_) => {
                 println!("seed {seed} FAILED; reproduce: make sim SEED={seed}");
                 failed.push(seed);
@@ -94,14 +119,17 @@ fn simulation() {
         }
     }
     println!(
-        "simulation: {} seeds run, {} failed, {zero_ahead_bytes} bytes zeroed ahead of the head",
+        "simulation: {} seeds run, {} failed; covered: {total:?}",
         seeds.len(),
         failed.len()
     );
     assert!(failed.is_empty(), "failing seeds: {failed:?}");
-    // Zero-ahead runs in the same ring as commits: the seeds must exercise it.
-    assert!(
-        seeds.len() < 20 || zero_ahead_bytes > 0,
-        "no seed zeroed ahead"
-    );
+    // Zero-ahead and sealing run in the same ring as commits, and crashes must land in the
+    // middle of sealing and reopen from checkpoints: the seeds must exercise all of it.
+    if seeds.len() >= 20 {
+        assert!(total.zero_ahead_bytes > 0, "no seed zeroed ahead");
+        assert!(total.segments_sealed > 0, "no seed sealed a segment");
+        assert!(total.crashes_while_sealing > 0, "no crash while sealing");
+        assert!(total.opens_from_checkpoint > 0, "no open from a checkpoint");
+    }
 }

@@ -1,0 +1,188 @@
+//! The checkpoint file `checkpoint`, as pure functions (docs/format.md, "Checkpoint").
+//!
+//! Written after each segment is sealed, atomically (temporary file, fdatasync, rename over
+//! the old one, directory fsync). It says where recovery resumes scanning (the first segment
+//! it does not cover, and the record chain there) and holds every ledger's state as of then,
+//! so a restart reads this file and the sealed indexes instead of every record.
+//!
+//! Header sector: `0 magic "RLGC" | 4 version u8 | 5..8 zero | 8 resume segment u32 |
+//!  12 crc_header of the last record before it u32 | 16 sequence of its first record u64 |
+//!  24 ledger count u32 | 28 CRC32C of the ledger table u32 | 32 generation u64 |
+//!  40 CRC32C of bytes 0..40 u32`. The ledger table follows at byte 4096, sorted by ledger id,
+//! `LEDGER_RECORD_SIZE` bytes each (see `encode_ledger`).
+
+use crate::constants::{MASTER_KEY_SIZE, SECTOR_SIZE};
+use crate::ids::{LedgerId, Location, Position, SegmentId, Sequence};
+use crate::index_file::FileFormatError;
+use crate::stdx::{align_up, to_u64};
+
+/// `RLGC` read as a little-endian u32.
+pub const CHECKPOINT_MAGIC: u32 = u32::from_le_bytes(*b"RLGC");
+/// Current checkpoint format version.
+pub const CHECKPOINT_VERSION: u8 = 1;
+/// Bytes of one ledger's state in the ledger table.
+pub const LEDGER_RECORD_SIZE: usize = 80;
+/// Byte offset of the ledger table.
+pub const LEDGER_TABLE_OFFSET: u64 = SECTOR_SIZE as u64;
+
+const FLAG_FENCED: u8 = 1;
+const FLAG_EXPLICIT_LAC: u8 = 2;
+
+/// The header of a checkpoint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CheckpointHeader {
+    /// The first segment the checkpoint does not cover: recovery scans from its byte 4096.
+    pub resume_segment: SegmentId,
+    /// `crc_header` of the last record before `resume_segment` (0 for none).
+    pub checksum_previous: u32,
+    /// Sequence of the first record in `resume_segment`.
+    pub sequence_next: Sequence,
+    /// Ledgers in the ledger table.
+    pub ledger_count: u32,
+    /// CRC32C of the ledger table.
+    pub checksum_ledgers: u32,
+    /// Incremented by each checkpoint written (for logs and tests).
+    pub generation: u64,
+}
+
+/// One ledger's state as the checkpoint keeps it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LedgerState {
+    pub ledger: LedgerId,
+    pub master_key: [u8; MASTER_KEY_SIZE],
+    pub fenced: bool,
+    /// Highest durable entry id, -1 for none.
+    pub entry_last: i64,
+    pub last_add_confirmed: i64,
+    /// The durable explicit-LAC record: where it is and its payload size.
+    pub explicit_lac: Option<(Location, u32)>,
+}
+
+fn u32_at(bytes: &[u8], offset: usize) -> u32 {
+    let mut word = [0u8; 4];
+    word.copy_from_slice(&bytes[offset..offset + 4]);
+    u32::from_le_bytes(word)
+}
+
+fn u64_at(bytes: &[u8], offset: usize) -> u64 {
+    let mut word = [0u8; 8];
+    word.copy_from_slice(&bytes[offset..offset + 8]);
+    u64::from_le_bytes(word)
+}
+
+/// Size of a checkpoint file with `ledger_count` ledgers, a multiple of the sector size.
+#[must_use]
+pub fn file_size(ledger_count: u32) -> u64 {
+    LEDGER_TABLE_OFFSET
+        + to_u64(align_up(
+            usize::try_from(ledger_count).expect("u32 fits usize") * LEDGER_RECORD_SIZE,
+            SECTOR_SIZE,
+        ))
+}
+
+/// Fills `sector` with the header.
+pub fn encode_header(sector: &mut [u8], header: &CheckpointHeader) {
+    assert_eq!(sector.len(), SECTOR_SIZE);
+    sector.fill(0);
+    sector[0..4].copy_from_slice(&CHECKPOINT_MAGIC.to_le_bytes());
+    sector[4] = CHECKPOINT_VERSION;
+    sector[8..12].copy_from_slice(&header.resume_segment.0.to_le_bytes());
+    sector[12..16].copy_from_slice(&header.checksum_previous.to_le_bytes());
+    sector[16..24].copy_from_slice(&header.sequence_next.0.to_le_bytes());
+    sector[24..28].copy_from_slice(&header.ledger_count.to_le_bytes());
+    sector[28..32].copy_from_slice(&header.checksum_ledgers.to_le_bytes());
+    sector[32..40].copy_from_slice(&header.generation.to_le_bytes());
+    let checksum = crc32c::crc32c(&sector[0..40]);
+    sector[40..44].copy_from_slice(&checksum.to_le_bytes());
+}
+
+/// Decodes and verifies a checkpoint header; `file_size` must match its ledger count.
+pub fn decode_header(sector: &[u8], file_size: u64) -> Result<CheckpointHeader, FileFormatError> {
+    if sector.len() < 44 || u32_at(sector, 0) != CHECKPOINT_MAGIC {
+        return Err(FileFormatError::Magic);
+    }
+    if sector[4] != CHECKPOINT_VERSION {
+        return Err(FileFormatError::Version(sector[4]));
+    }
+    if crc32c::crc32c(&sector[0..40]) != u32_at(sector, 40) {
+        return Err(FileFormatError::Checksum);
+    }
+    let header = CheckpointHeader {
+        resume_segment: SegmentId(u32_at(sector, 8)),
+        checksum_previous: u32_at(sector, 12),
+        sequence_next: Sequence(u64_at(sector, 16)),
+        ledger_count: u32_at(sector, 24),
+        checksum_ledgers: u32_at(sector, 28),
+        generation: u64_at(sector, 32),
+    };
+    if file_size != self::file_size(header.ledger_count) || header.sequence_next.0 == 0 {
+        return Err(FileFormatError::Identity);
+    }
+    Ok(header)
+}
+
+/// Writes one ledger's state into its `LEDGER_RECORD_SIZE` bytes:
+/// `0 ledger id i64 | 8 master key (20) | 28 flags u8 (bit 0 fenced, bit 1 explicit LAC) |
+///  29..32 zero | 32 highest entry i64 | 40 LAC i64 | 48 explicit LAC segment u32 |
+///  52 zero u32 | 56 explicit LAC position u64 | 64 explicit LAC payload size u32 |
+///  68..80 zero`.
+pub fn encode_ledger(out: &mut [u8], state: &LedgerState) {
+    assert_eq!(out.len(), LEDGER_RECORD_SIZE);
+    out.fill(0);
+    out[0..8].copy_from_slice(&state.ledger.0.to_le_bytes());
+    out[8..28].copy_from_slice(&state.master_key);
+    let mut flags = 0;
+    if state.fenced {
+        flags |= FLAG_FENCED;
+    }
+    if let Some((location, size)) = state.explicit_lac {
+        flags |= FLAG_EXPLICIT_LAC;
+        out[48..52].copy_from_slice(&location.segment.0.to_le_bytes());
+        out[56..64].copy_from_slice(&location.position.0.to_le_bytes());
+        out[64..68].copy_from_slice(&size.to_le_bytes());
+    }
+    out[28] = flags;
+    out[32..40].copy_from_slice(&state.entry_last.to_le_bytes());
+    out[40..48].copy_from_slice(&state.last_add_confirmed.to_le_bytes());
+}
+
+/// Decodes and checks the ledger table: checksum, ids strictly ascending, flags known.
+pub fn decode_ledgers(
+    table: &[u8],
+    header: &CheckpointHeader,
+) -> Result<Vec<LedgerState>, FileFormatError> {
+    let count = usize::try_from(header.ledger_count).expect("u32 fits usize");
+    let bytes = table
+        .get(..count * LEDGER_RECORD_SIZE)
+        .ok_or(FileFormatError::Identity)?;
+    if crc32c::crc32c(bytes) != header.checksum_ledgers {
+        return Err(FileFormatError::Checksum);
+    }
+    let mut ledgers: Vec<LedgerState> = Vec::with_capacity(count);
+    for chunk in bytes.chunks_exact(LEDGER_RECORD_SIZE) {
+        let flags = chunk[28];
+        let mut master_key = [0u8; MASTER_KEY_SIZE];
+        master_key.copy_from_slice(&chunk[8..28]);
+        let explicit_lac = (flags & FLAG_EXPLICIT_LAC != 0).then(|| {
+            let location = Location {
+                segment: SegmentId(u32_at(chunk, 48)),
+                position: Position(u64_at(chunk, 56)),
+            };
+            (location, u32_at(chunk, 64))
+        });
+        let state = LedgerState {
+            ledger: LedgerId(i64::from_le_bytes(chunk[0..8].try_into().expect("8 bytes"))),
+            master_key,
+            fenced: flags & FLAG_FENCED != 0,
+            entry_last: i64::from_le_bytes(chunk[32..40].try_into().expect("8 bytes")),
+            last_add_confirmed: i64::from_le_bytes(chunk[40..48].try_into().expect("8 bytes")),
+            explicit_lac,
+        };
+        let ascending = ledgers.last().is_none_or(|last| last.ledger < state.ledger);
+        if !ascending || flags & !(FLAG_FENCED | FLAG_EXPLICIT_LAC) != 0 {
+            return Err(FileFormatError::Identity);
+        }
+        ledgers.push(state);
+    }
+    Ok(ledgers)
+}

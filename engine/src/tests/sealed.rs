@@ -1,0 +1,381 @@
+//! Sealed segments: their index files and the checkpoint, reads through index pages, restarts
+//! that scan only what the checkpoint does not cover, and what open does with a missing,
+//! corrupt or unknown index or checkpoint.
+
+use super::harness::{add, config_small, drive, verify_all, Model};
+use crate::checkpoint::{self, CheckpointHeader, LedgerState};
+use crate::disk::Disk;
+use crate::error::OpenError;
+use crate::ids::FileId;
+use crate::ids::{EntryId, LedgerId, Location, Position, SegmentId, Sequence};
+use crate::index_file::{self, FileFormatError, IndexHeader, Run, PAGE_SLOTS};
+use crate::journal::Journal;
+use crate::{Config, SimDisk};
+
+/// Writes `count` entries of `size` bytes round-robin over `ledgers`, driving to durable.
+fn fill(journal: &mut Journal<SimDisk>, model: &mut Model, ledgers: i64, count: i64, size: usize) {
+    // Tokens from 10 000 up are the model's non-add records; adds cycle below it (few are
+    // pending at once).
+    let mut token = model.acked.len() as u64 % 9000;
+    let mut next = vec![0i64; usize::try_from(ledgers).unwrap()];
+    for &(ledger, entry) in model.acked.keys() {
+        let slot = &mut next[usize::try_from(ledger).unwrap()];
+        *slot = (*slot).max(entry + 1);
+    }
+    for i in 0..count {
+        let ledger = i % ledgers;
+        let entry = next[usize::try_from(ledger).unwrap()];
+        while !add(journal, model, token, ledger, entry, size) {
+            model.apply(&drive(journal));
+        }
+        next[usize::try_from(ledger).unwrap()] += 1;
+        token = (token + 1) % 9000;
+        if i % 8 == 0 {
+            journal.submit();
+            journal.poll();
+            let mut events = Vec::new();
+            journal.events_swap(&mut events);
+            model.apply(&events);
+        }
+    }
+    model.apply(&drive(journal));
+}
+
+fn config() -> Config {
+    Config {
+        index_cache_pages: 4,
+        ..config_small()
+    }
+}
+
+#[test]
+fn sealed_segments_free_their_entry_memory_and_read_back_through_their_index() {
+    let mut journal = Journal::open(SimDisk::new(1), config()).unwrap();
+    let mut model = Model::default();
+    fill(&mut journal, &mut model, 3, 3000, 100);
+    let stats = journal.stats().clone();
+    assert!(stats.segments_sealed >= 3, "{stats:?}");
+    assert_eq!(stats.checkpoints_written, stats.segments_sealed);
+    assert_eq!(journal.segments_unsealed(), 0);
+    // Only the active segment's entries are held in memory: 3000 entries of ~200 bytes over
+    // 256 KiB segments leaves at most ~1300 in the active one (8 bytes each, Vec slack 2x).
+    assert!(
+        journal.index().open_slot_bytes() <= 1400 * 8 * 2,
+        "{} bytes of open slots",
+        journal.index().open_slot_bytes()
+    );
+    verify_all(&mut journal, &model);
+    let stats = journal.stats();
+    assert!(
+        stats.index_page_reads > 0,
+        "sealed reads go through pages: {stats:?}"
+    );
+    assert!(
+        stats.index_page_hits > 0,
+        "consecutive entries share a page"
+    );
+}
+
+#[test]
+fn restart_reads_the_checkpoint_and_scans_only_the_unsealed_tail() {
+    let mut journal = Journal::open(SimDisk::new(2), config()).unwrap();
+    let mut model = Model::default();
+    journal.fence(10_001, LedgerId(77), &[3; 20]).unwrap();
+    fill(&mut journal, &mut model, 4, 4000, 100);
+    let sealed = journal.stats().segments_sealed;
+    assert!(sealed >= 4);
+    let before: Vec<_> = (0..4)
+        .map(|ledger| {
+            let state = journal.ledger(LedgerId(ledger)).unwrap();
+            (state.entry_last, state.last_add_confirmed, state.fenced)
+        })
+        .collect();
+    let disk = journal.into_disk().crash();
+    let mut journal = Journal::open(disk, config()).unwrap();
+    let report = journal.open_report().clone();
+    let (_, resume) = report.checkpoint.expect("a checkpoint");
+    assert_eq!(report.indexes_loaded, usize::try_from(resume.0).unwrap());
+    assert!(report.indexes_rebuilt.is_empty(), "{report:?}");
+    assert!(report.segments_scanned <= 2, "{report:?}");
+    let after: Vec<_> = (0..4)
+        .map(|ledger| {
+            let state = journal.ledger(LedgerId(ledger)).unwrap();
+            (state.entry_last, state.last_add_confirmed, state.fenced)
+        })
+        .collect();
+    assert_eq!(before, after);
+    assert!(journal.ledger(LedgerId(77)).unwrap().fenced);
+    assert_eq!(journal.ledger(LedgerId(77)).unwrap().master_key, [3; 20]);
+    verify_all(&mut journal, &model);
+    // New adds go on after the restart, and seal again.
+    fill(&mut journal, &mut model, 4, 2000, 100);
+    assert!(journal.stats().segments_sealed > 0);
+    verify_all(&mut journal, &model);
+}
+
+#[test]
+fn a_missing_or_corrupt_index_is_rebuilt_from_its_segment_and_written_back() {
+    let mut journal = Journal::open(SimDisk::new(3), config()).unwrap();
+    let mut model = Model::default();
+    fill(&mut journal, &mut model, 2, 3000, 100);
+    assert!(journal.stats().segments_sealed >= 3);
+    let mut disk = journal.into_disk().crash();
+    disk.file_remove(FileId::Index(SegmentId(0))).unwrap();
+    let page_start = {
+        let bytes = disk.durable_file_mut(FileId::Index(SegmentId(1))).unwrap();
+        bytes[5000] ^= 0x40; // inside the run table or a slot page
+        bytes.len()
+    };
+    assert!(page_start > 8192);
+    disk.reload_live_from_durable();
+    let mut journal = Journal::open(disk, config()).unwrap();
+    let rebuilt: Vec<SegmentId> = journal
+        .open_report()
+        .indexes_rebuilt
+        .iter()
+        .map(|(segment, _)| *segment)
+        .collect();
+    assert!(rebuilt.contains(&SegmentId(0)), "{rebuilt:?}");
+    verify_all(&mut journal, &model);
+    // Written back: the next open loads it.
+    let disk = journal.into_disk().crash();
+    let journal = Journal::open(disk, config()).unwrap();
+    assert!(
+        !journal
+            .open_report()
+            .indexes_rebuilt
+            .iter()
+            .any(|(segment, _)| *segment == SegmentId(0)),
+        "{:?}",
+        journal.open_report()
+    );
+}
+
+#[test]
+fn a_corrupt_checkpoint_is_ignored_and_every_segment_scanned() {
+    let mut journal = Journal::open(SimDisk::new(4), config()).unwrap();
+    let mut model = Model::default();
+    fill(&mut journal, &mut model, 2, 3000, 100);
+    let mut disk = journal.into_disk().crash();
+    disk.durable_file_mut(FileId::Checkpoint).unwrap()[4200] ^= 1;
+    disk.reload_live_from_durable();
+    let mut journal = Journal::open(disk, config()).unwrap();
+    let report = journal.open_report().clone();
+    assert!(report.checkpoint.is_none());
+    assert!(report.checkpoint_ignored.is_some(), "{report:?}");
+    assert!(report.segments_scanned >= 3, "{report:?}");
+    verify_all(&mut journal, &model);
+}
+
+#[test]
+fn an_unknown_format_version_refuses_to_open_and_names_the_file() {
+    for file in [FileId::Index(SegmentId(0)), FileId::Checkpoint] {
+        let mut journal = Journal::open(SimDisk::new(5), config()).unwrap();
+        let mut model = Model::default();
+        fill(&mut journal, &mut model, 2, 3000, 100);
+        let mut disk = journal.into_disk().crash();
+        disk.durable_file_mut(file).unwrap()[4] = 9;
+        disk.reload_live_from_durable();
+        match Journal::open(disk, config()) {
+            Err(error @ OpenError::FormatVersion { .. }) => {
+                let message = error.to_string();
+                assert!(message.contains(&file.to_string()), "{message}");
+                assert!(message.contains("version 9"), "{message}");
+            }
+            other => panic!("{file}: expected a version refusal, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_sealed_read_through_a_corrupt_page_fails_and_never_returns_other_data() {
+    let mut journal = Journal::open(
+        SimDisk::new(6),
+        Config {
+            index_cache_pages: 0,
+            ..config()
+        },
+    )
+    .unwrap();
+    let mut model = Model::default();
+    fill(&mut journal, &mut model, 1, 3000, 100);
+    let mut disk = journal.into_disk().crash();
+    let size = {
+        let bytes = disk.durable_file_mut(FileId::Index(SegmentId(0))).unwrap();
+        // The last page of the slot table: corrupt one slot's position.
+        let last_page = bytes.len() - 4096;
+        bytes[last_page] ^= 0x10;
+        bytes.len()
+    };
+    assert!(size >= 8192);
+    disk.reload_live_from_durable();
+    let mut journal = Journal::open(
+        disk,
+        Config {
+            index_cache_pages: 0,
+            ..config()
+        },
+    )
+    .unwrap();
+    let mut failures = 0;
+    for (&(ledger, entry), expected) in &model.acked {
+        match super::harness::read_entry(&mut journal, ledger, entry) {
+            Ok(body) => assert_eq!(&body, expected),
+            Err(crate::ReadError::Io) => failures += 1,
+            Err(other) => panic!("{ledger}/{entry}: {other:?}"),
+        }
+    }
+    assert!(failures > 0 && failures <= PAGE_SLOTS);
+}
+
+#[test]
+fn index_file_round_trips_and_rejects_damage() {
+    let runs = [
+        Run {
+            ledger: LedgerId(3),
+            entry_first: EntryId(0),
+            entry_last: EntryId(9),
+            slot_first: 0,
+            entries: 9,
+            bytes: 900,
+        },
+        Run {
+            ledger: LedgerId(4),
+            entry_first: EntryId(5),
+            entry_last: EntryId(5),
+            slot_first: 10,
+            entries: 1,
+            bytes: 100,
+        },
+    ];
+    let mut table = vec![0u8; runs.len() * index_file::RUN_SIZE];
+    for (run, out) in runs
+        .iter()
+        .zip(table.chunks_exact_mut(index_file::RUN_SIZE))
+    {
+        index_file::encode_run(out, run);
+    }
+    let header = IndexHeader {
+        segment: SegmentId(7),
+        run_count: 2,
+        slot_count: 11,
+        sequence_first: Sequence(10),
+        sequence_last: Sequence(30),
+        checksum_last: 0xABCD,
+        checksum_runs: crc32c::crc32c(&table),
+        data_end: 65536,
+    };
+    let size = index_file::file_size(2, 11);
+    assert_eq!(size, 4096 * 3);
+    let mut sector = vec![0u8; 4096];
+    index_file::encode_header(&mut sector, &header);
+    assert_eq!(
+        index_file::decode_header(&sector, SegmentId(7), size),
+        Ok(header)
+    );
+    assert_eq!(index_file::decode_runs(&table, &header), Ok(runs.to_vec()));
+    assert_eq!(
+        index_file::decode_header(&sector, SegmentId(8), size),
+        Err(FileFormatError::Identity)
+    );
+    assert_eq!(
+        index_file::decode_header(&sector, SegmentId(7), size + 4096),
+        Err(FileFormatError::Identity)
+    );
+    let mut flipped = sector.clone();
+    flipped[20] ^= 1;
+    assert_eq!(
+        index_file::decode_header(&flipped, SegmentId(7), size),
+        Err(FileFormatError::Checksum)
+    );
+    let mut newer = sector.clone();
+    newer[4] = 2;
+    assert_eq!(
+        index_file::decode_header(&newer, SegmentId(7), size),
+        Err(FileFormatError::Version(2))
+    );
+    let mut table_bad = table.clone();
+    table_bad[0] ^= 1;
+    assert_eq!(
+        index_file::decode_runs(&table_bad, &header),
+        Err(FileFormatError::Checksum)
+    );
+    let mut page = vec![0u8; 4096];
+    for at in 0..PAGE_SLOTS {
+        index_file::page_slot_set(&mut page, at, (at % 3 != 0).then_some((at as u32 * 64, 7)));
+    }
+    index_file::page_seal(&mut page);
+    assert!(index_file::page_verify(&page));
+    assert_eq!(index_file::page_slot(&page, 0), None);
+    assert_eq!(index_file::page_slot(&page, 1), Some((64, 7)));
+    page[100] ^= 1;
+    assert!(!index_file::page_verify(&page));
+}
+
+#[test]
+fn checkpoint_round_trips_and_rejects_damage() {
+    let ledgers = [
+        LedgerState {
+            ledger: LedgerId(-5),
+            master_key: [1; 20],
+            fenced: true,
+            entry_last: -1,
+            last_add_confirmed: -1,
+            explicit_lac: None,
+        },
+        LedgerState {
+            ledger: LedgerId(9),
+            master_key: [2; 20],
+            fenced: false,
+            entry_last: 99,
+            last_add_confirmed: 98,
+            explicit_lac: Some((
+                Location {
+                    segment: SegmentId(3),
+                    position: Position(8192),
+                },
+                44,
+            )),
+        },
+    ];
+    let mut table = vec![0u8; 2 * checkpoint::LEDGER_RECORD_SIZE];
+    for (state, out) in ledgers
+        .iter()
+        .zip(table.chunks_exact_mut(checkpoint::LEDGER_RECORD_SIZE))
+    {
+        checkpoint::encode_ledger(out, state);
+    }
+    let header = CheckpointHeader {
+        resume_segment: SegmentId(4),
+        checksum_previous: 77,
+        sequence_next: Sequence(1234),
+        ledger_count: 2,
+        checksum_ledgers: crc32c::crc32c(&table),
+        generation: 3,
+    };
+    let mut sector = vec![0u8; 4096];
+    checkpoint::encode_header(&mut sector, &header);
+    let size = checkpoint::file_size(2);
+    assert_eq!(checkpoint::decode_header(&sector, size), Ok(header));
+    assert_eq!(
+        checkpoint::decode_ledgers(&table, &header),
+        Ok(ledgers.to_vec())
+    );
+    let mut reversed = table.clone();
+    reversed.rotate_left(checkpoint::LEDGER_RECORD_SIZE);
+    let header_reversed = CheckpointHeader {
+        checksum_ledgers: crc32c::crc32c(&reversed),
+        ..header
+    };
+    assert_eq!(
+        checkpoint::decode_ledgers(&reversed, &header_reversed),
+        Err(FileFormatError::Identity),
+        "ledgers must be sorted"
+    );
+    let mut newer = sector.clone();
+    newer[4] = 7;
+    assert_eq!(
+        checkpoint::decode_header(&newer, size),
+        Err(FileFormatError::Version(7))
+    );
+}
