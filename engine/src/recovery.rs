@@ -279,15 +279,34 @@ fn check_segment<D: Disk>(
             size: file_size,
         });
     }
-    let header = window
-        .bytes(segment, 0, SEGMENT_HEADER_SIZE)
+    // Only the header sector: the window's 8 MiB read per segment made opening a large
+    // journal read hundreds of MiB it did not need.
+    window.segment = None;
+    let count = window
+        .disk
+        .read_blocking(
+            FileId::Segment(segment),
+            0,
+            window.buffer,
+            SEGMENT_HEADER_SIZE,
+        )
         .map_err(io_error("reading"))?;
+    let header = &window.disk.buffer(window.buffer)[..count];
+    if header.len() < SEGMENT_HEADER_SIZE {
+        return Err(OpenError::SegmentHeader { location });
+    }
     match crate::segment::decode_segment_header(header, segment) {
         Ok(recorded) if recorded == size => Ok(()),
         Ok(recorded) => Err(OpenError::SegmentSize {
             location,
             size: recorded,
         }),
+        Err(crate::segment::SegmentHeaderError::Version(version)) => {
+            Err(OpenError::FormatVersion {
+                file: FileId::Segment(segment).to_string(),
+                version,
+            })
+        }
         Err(_) => Err(OpenError::SegmentHeader { location }),
     }
 }

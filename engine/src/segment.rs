@@ -28,6 +28,8 @@ pub fn encode_segment_header(sector: &mut [u8], id: SegmentId, segment_size: u64
 /// Why a segment header is not acceptable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SegmentHeaderError {
+    /// A valid header of a format version this build does not know.
+    Version(u8),
     /// Magic, version or checksum wrong.
     Invalid,
     /// The header names another segment (the file was renamed or misdirected).
@@ -45,11 +47,16 @@ pub fn decode_segment_header(sector: &[u8], id: SegmentId) -> Result<u64, Segmen
         bytes.copy_from_slice(&sector[offset..offset + 4]);
         u32::from_le_bytes(bytes)
     };
-    if word(0) != SEGMENT_MAGIC || sector[4] != SEGMENT_VERSION {
+    if word(0) != SEGMENT_MAGIC {
         return Err(SegmentHeaderError::Invalid);
     }
     if crc32c::crc32c(&sector[0..24]) != word(24) {
         return Err(SegmentHeaderError::Invalid);
+    }
+    // A newer format is told apart from damage (the checksum covers the version byte), so the
+    // open can say which file a newer release wrote instead of calling it corrupt.
+    if sector[4] != SEGMENT_VERSION {
+        return Err(SegmentHeaderError::Version(sector[4]));
     }
     let found = SegmentId(word(8));
     if found != id {

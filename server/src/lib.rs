@@ -355,7 +355,8 @@ pub fn summary_line(report: &ShardReport) -> String {
          commit_staging_us_avg={:.1} commit_io_us_avg={:.1} | journal records={} \
          entries_durable={} bytes_written={} staging_full={} segments_created={} \
          segment_create_failures={} reads_cached={} reads_disk={} read_checksum_failures={} \
-         torn_tail_truncations={}",
+         torn_tail_truncations={} segments_sealed={} index_bytes_written={} \
+         checkpoints_written={} seal_failures={} index_page_reads={} index_page_hits={}",
         report.id,
         report.core,
         stats.connections_accepted,
@@ -391,5 +392,11 @@ pub fn summary_line(report: &ShardReport) -> String {
         journal.reads_disk,
         journal.read_checksum_failures,
         journal.torn_tail_truncations,
+        journal.segments_sealed,
+        journal.index_bytes_written,
+        journal.checkpoints_written,
+        journal.seal_failures,
+        journal.index_page_reads,
+        journal.index_page_hits,
     )
 }

@@ -205,3 +205,9 @@ const _: () = assert!(ZK_CONNECT_TIMEOUT_MS_DEFAULT <= ZK_CONNECT_TIMEOUT_MS_MAX
 const _: () = assert!(ZK_RETRY_BACKOFF_MS_INITIAL <= ZK_RETRY_BACKOFF_MS_MAX);
 // A stop is noticed within one poll, well inside the deregistration bound.
 const _: () = assert!(REGISTRATION_POLL_MS < ZK_DEREGISTER_TIMEOUT_MS);
+
+/// Default `--index-cache-mib`: the engine's default index page cache (32 MiB per shard).
+pub const INDEX_CACHE_MIB_DEFAULT: u64 =
+    (engine::constants::INDEX_CACHE_PAGES_DEFAULT / 256) as u64;
+/// Largest `--index-cache-mib`: the engine's bound (4 GiB per shard).
+pub const INDEX_CACHE_MIB_MAX: u64 = (engine::constants::INDEX_CACHE_PAGES_MAX / 256) as u64;

@@ -116,10 +116,12 @@ impl Shard {
             Ok(disk) => disk,
             Err(error) => return Err(StartError::DataDir { directory, error }),
         };
+        let opened_at = std::time::Instant::now();
         let journal = match Journal::open(disk, config.journal.clone()) {
             Ok(journal) => journal,
             Err(error) => return Err(StartError::Journal { directory, error }),
         };
+        open_report_print(id, &directory, journal.open_report(), opened_at.elapsed());
         let mut owners = OwnerCache::new(id);
         for ledger in journal.index().ledgers() {
             let owner = router.register(ledger.0, id);
@@ -243,5 +245,44 @@ impl Shard {
             address
         );
         Ok(())
+    }
+}
+
+/// What opening the journal read and did: the operator sees a restart that had to scan
+/// (no checkpoint, a corrupt one, or indexes rebuilt) and why.
+fn open_report_print(
+    id: ShardId,
+    directory: &std::path::Path,
+    report: &engine::OpenReport,
+    elapsed: std::time::Duration,
+) {
+    let checkpoint = match report.checkpoint {
+        Some((generation, resume)) => {
+            format!("checkpoint generation {generation} (scan from segment {})", resume.0)
+        }
+        None => "no checkpoint".to_string(),
+    };
+    println!(
+        "shard {id}: journal {} opened in {} ms: {checkpoint}, {} sealed indexes loaded, {} \
+         rebuilt, {} segments scanned ({} MiB)",
+        directory.display(),
+        elapsed.as_millis(),
+        report.indexes_loaded,
+        report.indexes_rebuilt.len(),
+        report.segments_scanned,
+        report.bytes_scanned >> 20,
+    );
+    if let Some(reason) = &report.checkpoint_ignored {
+        eprintln!(
+            "ringlog: shard {id}: checkpoint ignored ({reason}); every segment was scanned \
+             instead, and a new checkpoint follows the next sealed segment"
+        );
+    }
+    for (segment, reason) in &report.indexes_rebuilt {
+        eprintln!(
+            "ringlog: shard {id}: index of segment {} rebuilt from the segment and written \
+             back ({reason})",
+            segment.0
+        );
     }
 }

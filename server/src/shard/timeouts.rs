@@ -100,6 +100,8 @@ impl Shard {
         if read_only {
             self.bookie.journal.segment_retry_now();
         }
+        // A sealing step that failed (disk full too, most likely) is retried on the same clock.
+        self.bookie.journal.seal_retry_now();
         if read_only != self.lifecycle.read_only_reported {
             self.lifecycle.read_only_reported = read_only;
             if read_only {
