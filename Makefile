@@ -15,8 +15,10 @@ BOOKIE ?= ringlog
 QUICK ?= false
 RINGLOG_BIN ?= $(CURDIR)/$(RELEASE)/ringlog
 INTEROP_ARGS ?=
+RETENTION_ENTRIES ?= 200000000
+RETENTION_SERVER_ARGS ?=
 
-.PHONY: help deps shellcheck-deps zk-deps fuzz-smoke build check test sim crash bench bench-disk bench-journal neighbour interop compare ci clean
+.PHONY: help deps shellcheck-deps zk-deps fuzz-smoke build check test sim crash bench bench-disk bench-journal neighbour retention interop compare ci clean
 COMPARE_PAIRS ?= 3
 COMPARE_SECONDS ?= 20
 RESULTS_DIR ?= $(CURDIR)/results
@@ -55,6 +57,8 @@ test: check zk-deps
 	$(MAKE) sim
 	$(MAKE) neighbour NEIGHBOUR_SECONDS=10
 	$(MAKE) crash CYCLES=20
+	$(MAKE) retention RETENTION_ENTRIES=2000000 RETENTION_SERVER_ARGS="--segment-size 67108864" \
+	  RETENTION_ENFORCE=$(or $(RETENTION_ENFORCE),0)
 	$(MAKE) interop QUICK=true
 	$(MAKE) fuzz-smoke
 
@@ -85,6 +89,11 @@ bench: build
 ## Pinned shards sharing every core with a busy-loop neighbour, open loop NEIGHBOUR_RATE adds/s for NEIGHBOUR_SECONDS (30): fails on an add slower than the disk's worst write + 100 ms or a second without acks.
 neighbour: build
 	scripts/neighbour.sh $(RELEASE) $(BENCH_DIR) $(NEIGHBOUR_SECONDS) $(NEIGHBOUR_RATE)
+
+## Issue 13: RETENTION_ENTRIES (200M) 64 B entries retained; RSS <= idle + 256 MiB, restart <= 2 s (SIGTERM) / 5 s (SIGKILL), reads verified; docs/retention.md.
+retention: build
+	RETENTION_ENTRIES=$(RETENTION_ENTRIES) RETENTION_SERVER_ARGS="$(RETENTION_SERVER_ARGS)" \
+	  RETENTION_ENFORCE=$(or $(RETENTION_ENFORCE),1) scripts/retention.sh $(RELEASE) $(BENCH_DIR)
 
 ## Real Java BookKeeper client vs real bookies (interop/README.md): BOOKIE=ringlog|java, QUICK=true.
 interop:

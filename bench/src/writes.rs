@@ -49,6 +49,13 @@ pub struct WritesArgs {
     /// waited for (at most 30 s). Default: 10.
     #[arg(long, default_value_t = 10)]
     pub seconds: u64,
+    /// Stop sending after this many adds in all (warm-up included), or after `--seconds`,
+    /// whichever comes first; then wait for the outstanding adds as at the end of
+    /// `--seconds`. Each thread sends its share (the count / T, the remainder to the first
+    /// threads). Fills a bookie with an exact entry count (scripts/retention.sh). Default:
+    /// none.
+    #[arg(long)]
+    pub entries_max: Option<u64>,
     /// TCP connections. Ledger i (counting from 0) uses connection i % C, as the Java
     /// client's signSafeMod(ledgerId, numChannelsPerBookie): one ledger's adds arrive in
     /// order on one connection. Default: the number of ledgers, at most 16 (Pulsar's 16).
@@ -223,6 +230,7 @@ struct Plan {
     rate: Option<f64>,
     warmup_ns: u64,
     send_end_ns: u64,
+    entries_max: Option<u64>,
     cores: Vec<usize>,
     protocol: Protocol,
     write_flags: i32,
@@ -269,6 +277,7 @@ impl Plan {
             warmup_ns: args.warmup_seconds.saturating_mul(SECOND_NS),
             send_end_ns: (args.warmup_seconds.saturating_add(args.seconds))
                 .saturating_mul(SECOND_NS),
+            entries_max: args.entries_max,
             cores,
             protocol: args.protocol,
             write_flags: if args.durability == Durability::Deferred {
@@ -294,6 +303,10 @@ impl Plan {
             .collect();
         let extra = usize::from(thread < self.throttle % self.thread_count);
         let throttle = self.throttle / self.thread_count + extra;
+        let thread_count = self.thread_count as u64;
+        let sent_max = self.entries_max.map_or(u64::MAX, |entries| {
+            entries / thread_count + u64::from((thread as u64) < entries % thread_count)
+        });
         ThreadPlan {
             index: thread,
             target: self.target.clone(),
@@ -306,6 +319,7 @@ impl Plan {
             entry_size: self.entry_size,
             warmup_ns: self.warmup_ns,
             send_end_ns: self.send_end_ns,
+            sent_max,
             core: (!self.cores.is_empty()).then(|| self.cores[thread % self.cores.len()]),
             protocol: self.protocol,
             write_flags: self.write_flags,
@@ -320,10 +334,13 @@ impl Plan {
             Some(rate) => format!("open loop at {rate} adds/s"),
             None => "closed loop".to_string(),
         };
+        let until = self
+            .entries_max
+            .map_or(String::new(), |entries| format!(" or {entries} adds"));
         format!(
             "writes: {} | {} ledgers (ids {}..={last}) | {} connections | {} threads | \
              throttle {} | entry {} B | {mode} | {} {} | client busy-poll {} µs | {} s warm-up + \
-             {} s",
+             {} s{until}",
             self.target,
             self.ledger_count,
             self.ledger_id_base,
@@ -401,6 +418,10 @@ fn check_flags(args: &WritesArgs, connection_count: usize) -> Result<(), String>
         "--entry-size exceeds the 5253120 B frame",
     )?;
     check(args.seconds >= 1, "--seconds must be at least 1")?;
+    check(
+        args.entries_max != Some(0),
+        "--entries-max must be at least 1",
+    )?;
     check(
         (1..=args.ledgers).contains(&connection_count),
         "--connections must be between 1 and --ledgers (a connection without a ledger \

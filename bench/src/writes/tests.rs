@@ -396,6 +396,36 @@ fn open_loop_sends_at_the_requested_rate() {
 }
 
 #[test]
+fn entries_max_stops_sending_at_the_exact_count() {
+    if !uring_available() {
+        return;
+    }
+    let bookie = FakeBookie::start(FakeOptions {
+        keep: false,
+        close_after_adds: None,
+    });
+    let json = temp_path("entries-max-json");
+    // 7001 over 2 threads: 3501 + 3500, the remainder to the first thread.
+    let flags = format!(
+        "--target {} --seconds 60 --warmup-seconds 0 --entries-max 7001 --ledgers 4 \
+         --threads 2 --throttle 100 --json {}",
+        bookie.address,
+        json.display()
+    );
+    let started = std::time::Instant::now();
+    super::run(&writes_args(&flags)).expect("writes succeeds");
+    assert!(
+        started.elapsed().as_secs() < 30,
+        "stopped by the count, not the clock"
+    );
+    assert_eq!(bookie.adds.load(Ordering::Relaxed), 7001);
+    let json_text = std::fs::read_to_string(&json).expect("json written");
+    assert!(json_text.contains("\"count\":7001"), "{json_text}");
+    let _ = std::fs::remove_file(json);
+    assert!(super::run(&writes_args("--entries-max 0")).is_err());
+}
+
+#[test]
 fn ledgers_connections_and_threads_map_as_documented() {
     let flags = "--ledgers 10 --connections 4 --threads 2 --throttle 7 --ledger-id-base 100";
     let plan = Plan::new(&writes_args(flags)).expect("valid");

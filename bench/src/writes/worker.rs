@@ -32,6 +32,8 @@ pub(crate) struct ThreadPlan {
     pub entry_size: usize,
     pub warmup_ns: u64,
     pub send_end_ns: u64,
+    /// Adds this thread sends at most (`--entries-max`; `u64::MAX` without it).
+    pub sent_max: u64,
     pub core: Option<usize>,
     pub seed: u64,
     pub protocol: super::Protocol,
@@ -255,6 +257,7 @@ struct Worker {
     /// Open loop: adds scheduled so far; the next one is due at `scheduled * period_ns`.
     scheduled: u64,
     sent: u64,
+    sent_max: u64,
     /// The last `fill` stopped because no ledger ring or connection had room.
     blocked: bool,
     entry_size: usize,
@@ -310,6 +313,7 @@ impl Worker {
             period_ns: plan.period_ns,
             scheduled: 0,
             sent: 0,
+            sent_max: plan.sent_max,
             blocked: false,
             entry_size: plan.entry_size,
             payload: vec![0; plan.entry_size],
@@ -348,6 +352,11 @@ impl Worker {
             }
             if sending {
                 self.fill(connections, now);
+                if self.sent >= self.sent_max {
+                    // The count is reached: sending ends now, and the drain and its 30 s
+                    // limit start from here as they would at the end of `--seconds`.
+                    self.send_end_ns = now;
+                }
             }
             let timeout = Duration::from_nanos(self.deadline_ns(now, sending) - now);
             let mut on_response =
@@ -383,7 +392,7 @@ impl Worker {
     /// loop) no add is due yet.
     fn fill(&mut self, connections: &mut Connections, now: u64) {
         self.blocked = false;
-        while self.outstanding < self.throttle {
+        while self.outstanding < self.throttle && self.sent < self.sent_max {
             let sent_ns = match self.period_ns {
                 Some(period) => {
                     let due = intended_ns(self.scheduled, period);
