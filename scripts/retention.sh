@@ -23,6 +23,7 @@
 #   (keep the run dir), RETENTION_VERIFY_ENTRIES (300000, or all), RETENTION_ENFORCE (1),
 #   RETENTION_REPORT_ONLY (0), RETENTION_JSON (BENCH_DIR/retention.json),
 #   RETENTION_START_TIMEOUT_S (1800: give up on a start that takes longer).
+#   RETENTION_ENTRY_SIZE (64: the issue's workload; 1024 fills 50 GB with 50M entries).
 set -euo pipefail
 export LC_ALL=C # EPOCHREALTIME with a '.' and awk's number formats, whatever the locale
 release=${1:?release dir} bench_dir=${2:?bench dir}
@@ -33,11 +34,13 @@ json_out=${RETENTION_JSON:-$bench_dir/retention.json}
 start_timeout_s=${RETENTION_START_TIMEOUT_S:-1800}
 read -ra server_args <<<"${RETENTION_SERVER_ARGS:-}"
 # The workload of issue 13, and its targets.
-entry_size=64 ledgers=1000 shards=2 ledger_base=1000
+entry_size=${RETENTION_ENTRY_SIZE:-64} ledgers=1000 shards=2 ledger_base=1000
 rss_margin_mib=256 restart_term_s_max=2 restart_kill_s_max=5
 # Disk per entry: the record header (64) + the body (64 payload + 32 header + 4 digest),
 # rounded to 8, is ~170 B in the journal (measured 168); the verify log line ~32 B.
-journal_bytes_per_entry=170 log_bytes_per_entry=32
+# Larger entries (RETENTION_ENTRY_SIZE, for the 50 GB restart) scale the same way.
+journal_bytes_per_entry=$((64 + (entry_size + 36 + 7) / 8 * 8 + 8))
+log_bytes_per_entry=32
 
 die() {
   echo "retention: $*" >&2

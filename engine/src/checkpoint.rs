@@ -45,6 +45,17 @@ pub struct CheckpointHeader {
     pub generation: u64,
 }
 
+/// Where the checkpoint on disk says recovery resumes (the journal keeps it to write the
+/// next one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Resume {
+    pub segment: SegmentId,
+    pub sequence_next: Sequence,
+    pub checksum_previous: u32,
+    /// The generation of the checkpoint on disk, 0 for none.
+    pub generation: u64,
+}
+
 /// One ledger's state as the checkpoint keeps it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LedgerState {

@@ -20,7 +20,7 @@ use crate::error::{CorruptReason, OpenError};
 use crate::ids::{FileId, Location, Position, SegmentId, Sequence};
 use crate::index::{Index, Slot};
 use crate::index_build::SegmentSpan;
-use crate::journal::Resume;
+use crate::checkpoint::Resume;
 
 mod sealed;
 use crate::record::{self, RecordError, RecordHeader, RecordKind};

@@ -41,7 +41,6 @@ pub use crate::ids::{ENTRY_ID_EXPLICIT_LAC, ENTRY_ID_FENCE, ENTRY_ID_FORCE, ENTR
 use self::commit::{Commits, Staged};
 use self::index_pages::IndexPages;
 use self::reads::{Expected, Reads, Resolved};
-pub(crate) use self::seal::Resume;
 use self::seal::Seal;
 use self::segments::Segments;
 use self::zero_ahead::ZeroAhead;

@@ -15,7 +15,8 @@ use super::{Journal, TOKEN_SEAL};
 use crate::constants::SEAL_CHUNK_SIZE;
 use crate::disk::{BufferId, Disk, DiskOp, WriteSync};
 use crate::ids::FileId;
-use crate::ids::{SegmentId, Sequence};
+use crate::checkpoint::Resume;
+use crate::ids::Sequence;
 use crate::index::SealedSegment;
 use crate::index_build::{self, IndexWriter, SegmentSpan};
 use crate::stdx::to_u64;
@@ -36,16 +37,6 @@ enum Phase {
     CheckpointSync,
     /// The index is durable; the checkpoint is to be (re)built and written.
     CheckpointStart,
-}
-
-/// Where the checkpoint on disk says recovery resumes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Resume {
-    pub segment: SegmentId,
-    pub sequence_next: Sequence,
-    pub checksum_previous: u32,
-    /// The generation of the checkpoint on disk, 0 for none.
-    pub generation: u64,
 }
 
 /// The sealing state machine. See the module docs.
