@@ -59,7 +59,7 @@ done
 # (the one being written and the next), with 10% + 2 GiB to spare for everyone else.
 parent=${RETENTION_DIR:-$bench_dir}
 mkdir -p "$parent" "$bench_dir"
-segment_size=1073741824
+segment_size=268435456
 for ((i = 0; i < ${#server_args[@]}; i++)); do
   case ${server_args[i]} in
     --segment-size) segment_size=${server_args[i + 1]:-$segment_size} ;;

@@ -33,8 +33,8 @@ pub struct JournalArgs {
     /// server's default.
     #[arg(long, value_enum, default_value_t = SyncModeArg::Dsync)]
     pub sync_mode: SyncModeArg,
-    /// Segment size in bytes. Default: 1 GiB.
-    #[arg(long, default_value_t = 1024 * 1024 * 1024)]
+    /// Segment size in bytes. Default: the server's (256 MiB).
+    #[arg(long, default_value_t = engine::constants::SEGMENT_SIZE_DEFAULT)]
     pub segment_size: u64,
     /// Zero-fill each new segment before use (`true`), or leave it as fallocated, unwritten
     /// extents (`false`), as `ringlog serve --segment-zero-fill`. Unwritten extents make each

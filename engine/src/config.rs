@@ -24,7 +24,7 @@ pub enum SyncMode {
 /// Journal settings. Every field documents its default and bounds.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
-    /// Bytes per segment file. Default: 1 GiB. Bounds: 64 KiB ..= 4 GiB - 4 KiB, a multiple
+    /// Bytes per segment file. Default: 256 MiB. Bounds: 64 KiB ..= 4 GiB - 4 KiB, a multiple
     /// of 4 KiB and at least two largest batches... (checked: ≥ `SEGMENT_SIZE_MIN`).
     pub segment_size: u64,
     /// Commits allowed in flight at once. Default: 2. Bounds: 1 ..= 4.

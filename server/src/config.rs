@@ -133,7 +133,8 @@ pub struct ServeArgs {
     #[serde(skip)]
     pub config: Option<PathBuf>,
     /// Bytes per journal segment file: a multiple of 4096 from 65536 to 4294963200.
-    /// Default: 1073741824 (1 GiB).
+    /// Default: 268435456 (256 MiB): a restart scans at most one segment per shard (the
+    /// checkpoint covers the rest), and only its entries cost memory.
     #[arg(long, value_name = "BYTES")]
     pub segment_size: Option<u64>,
     /// Journal commits (write + fdatasync) in flight per shard, 1 to 4. Default: 2.
