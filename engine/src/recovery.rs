@@ -10,6 +10,7 @@
 //! at the next sector boundary.
 
 use self::sealed::CheckpointLoad;
+use crate::checkpoint::Resume;
 use crate::config::Config;
 use crate::constants::{
     BATCH_BYTES_MAX, COMMITS_IN_FLIGHT_MAX, RECORD_ALIGNMENT, RECORD_HEADER_SIZE,
@@ -20,7 +21,6 @@ use crate::error::{CorruptReason, OpenError};
 use crate::ids::{FileId, Location, Position, SegmentId, Sequence};
 use crate::index::{Index, Slot};
 use crate::index_build::SegmentSpan;
-use crate::checkpoint::Resume;
 
 mod sealed;
 use crate::record::{self, RecordError, RecordHeader, RecordKind};
@@ -523,7 +523,11 @@ fn probe_and_truncate<D: Disk>(
             // a large part of opening a journal.
             if position % SECTOR == 0 && position + SECTOR <= size {
                 let sector = window.bytes(segment, position, SECTOR_SIZE);
-                if sector.map_err(io_error("reading"))?.iter().all(|&byte| byte == 0) {
+                if sector
+                    .map_err(io_error("reading"))?
+                    .iter()
+                    .all(|&byte| byte == 0)
+                {
                     position += SECTOR;
                     scanned += SECTOR;
                     continue;

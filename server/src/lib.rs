@@ -356,7 +356,8 @@ pub fn summary_line(report: &ShardReport) -> String {
          entries_durable={} bytes_written={} staging_full={} segments_created={} \
          segment_create_failures={} reads_cached={} reads_disk={} read_checksum_failures={} \
          torn_tail_truncations={} segments_sealed={} index_bytes_written={} \
-         checkpoints_written={} seal_failures={} index_page_reads={} index_page_hits={}",
+         checkpoints_written={} seal_failures={} index_page_reads={} index_page_hits={} \
+         metadata_calls={} metadata_us_avg={:.1} metadata_us_max={}",
         report.id,
         report.core,
         stats.connections_accepted,
@@ -398,5 +399,8 @@ pub fn summary_line(report: &ShardReport) -> String {
         journal.seal_failures,
         journal.index_page_reads,
         journal.index_page_hits,
+        journal.metadata_calls,
+        average(journal.metadata_us_total, journal.metadata_calls),
+        journal.metadata_us_max,
     )
 }

@@ -61,6 +61,8 @@ pub struct SimFaults {
     /// Most segment files (published or temporary) that may exist; creating more fails with
     /// ENOSPC. Index and checkpoint files neither count nor fail.
     pub segments_max: Option<usize>,
+    /// Creating an index or checkpoint file fails with ENOSPC (a disk full while sealing).
+    pub seal_files_full: bool,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -474,6 +476,9 @@ impl Disk for SimDisk {
     }
 
     fn file_create(&mut self, id: FileId, size: u64) -> io::Result<()> {
+        if self.faults.seal_files_full && !matches!(id, FileId::Segment(_)) {
+            return Err(io::Error::from_raw_os_error(ERRNO_ENOSPC));
+        }
         if let (Some(max), FileId::Segment(_)) = (self.faults.segments_max, id) {
             let segments = self.directory_live.keys();
             let segments = segments.filter(|entry| matches!(entry.id, FileId::Segment(_)));

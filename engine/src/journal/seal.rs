@@ -12,10 +12,10 @@
 //! its entries keep their memory and the previous checkpoint stays in force meanwhile.
 
 use super::{Journal, TOKEN_SEAL};
+use crate::checkpoint::Resume;
 use crate::constants::SEAL_CHUNK_SIZE;
 use crate::disk::{BufferId, Disk, DiskOp, WriteSync};
 use crate::ids::FileId;
-use crate::checkpoint::Resume;
 use crate::ids::Sequence;
 use crate::index::SealedSegment;
 use crate::index_build::{self, IndexWriter, SegmentSpan};
@@ -124,7 +124,13 @@ impl<D: Disk> Journal<D> {
             }
             let writer = IndexWriter::new(span, index_build::runs_of(&self.index, span.segment));
             let file = FileId::Index(span.segment);
-            if self.disk.file_create(file, writer.file_size()).is_err() {
+            let size = writer.file_size();
+            let disk = &mut self.disk;
+            if self
+                .stats
+                .metadata_timed(|| disk.file_create(file, size))
+                .is_err()
+            {
                 self.seal_failed();
                 return;
             }
@@ -204,7 +210,13 @@ impl<D: Disk> Journal<D> {
             }
             (phase @ Phase::IndexWrite(_), DiskOp::Write) => Some(phase),
             (Phase::IndexSync(writer), DiskOp::Sync) => {
-                if self.disk.file_publish(FileId::Index(span.segment)).is_err() {
+                let disk = &mut self.disk;
+                let file = FileId::Index(span.segment);
+                if self
+                    .stats
+                    .metadata_timed(|| disk.file_publish(file))
+                    .is_err()
+                {
                     self.seal_failed();
                     return;
                 }
@@ -228,7 +240,12 @@ impl<D: Disk> Journal<D> {
                 }
             }
             (Phase::CheckpointSync, DiskOp::Sync) => {
-                if self.disk.file_publish(FileId::Checkpoint).is_err() {
+                let disk = &mut self.disk;
+                if self
+                    .stats
+                    .metadata_timed(|| disk.file_publish(FileId::Checkpoint))
+                    .is_err()
+                {
                     self.seal_failed();
                     self.seal.phase = Some(Phase::CheckpointStart);
                     return;
@@ -273,9 +290,10 @@ impl<D: Disk> Journal<D> {
             resume.checksum_previous,
             resume.generation,
         );
+        let (disk, size) = (&mut self.disk, to_u64(bytes.len()));
         if self
-            .disk
-            .file_create(FileId::Checkpoint, to_u64(bytes.len()))
+            .stats
+            .metadata_timed(|| disk.file_create(FileId::Checkpoint, size))
             .is_err()
         {
             self.seal_failed();

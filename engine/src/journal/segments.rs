@@ -146,7 +146,8 @@ impl Segments {
         assert!(self.prepare.is_none());
         self.submits_since_create_failure = 0;
         let segment = self.id_max.next();
-        match disk.file_create(FileId::Segment(segment), config.segment_size) {
+        let size = config.segment_size;
+        match stats.metadata_timed(|| disk.file_create(FileId::Segment(segment), size)) {
             Ok(()) => {
                 self.id_max = segment;
                 let (done, phase) = if config.segment_zero_fill {
@@ -210,7 +211,10 @@ impl Segments {
             (PreparePhase::Syncing, DiskOp::Sync) => {
                 let segment = prepare.segment;
                 self.prepare = None;
-                if disk.file_publish(FileId::Segment(segment)).is_ok() {
+                if stats
+                    .metadata_timed(|| disk.file_publish(FileId::Segment(segment)))
+                    .is_ok()
+                {
                     self.spares.push_back(segment);
                     self.read_only = false;
                     stats.segments_created += 1;

@@ -51,4 +51,23 @@ pub struct Stats {
     pub index_page_reads: u64,
     /// Index pages found in the cache.
     pub index_page_hits: u64,
+    /// File creations (with their fallocate) and publications (rename and directory fsync)
+    /// of segments, indexes and checkpoints: the calls that block the shard's thread.
+    pub metadata_calls: u64,
+    /// Their total and longest time, in microseconds.
+    pub metadata_us_total: u64,
+    pub metadata_us_max: u64,
+}
+
+impl Stats {
+    /// Runs a blocking file-system metadata call and counts its time.
+    pub(super) fn metadata_timed<T>(&mut self, call: impl FnOnce() -> T) -> T {
+        let started = std::time::Instant::now();
+        let result = call();
+        let us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        self.metadata_calls += 1;
+        self.metadata_us_total += us;
+        self.metadata_us_max = self.metadata_us_max.max(us);
+        result
+    }
 }

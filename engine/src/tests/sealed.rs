@@ -379,3 +379,33 @@ fn checkpoint_round_trips_and_rejects_damage() {
         Err(FileFormatError::Version(7))
     );
 }
+
+#[test]
+fn a_full_disk_while_sealing_keeps_the_previous_checkpoint_and_loses_nothing() {
+    let mut journal = Journal::open(SimDisk::new(7), config()).unwrap();
+    let mut model = Model::default();
+    fill(&mut journal, &mut model, 2, 1500, 100);
+    let sealed_before = journal.stats().segments_sealed;
+    assert!(sealed_before >= 1);
+    journal.disk_mut().faults.seal_files_full = true;
+    fill(&mut journal, &mut model, 2, 3000, 100);
+    assert!(journal.stats().seal_failures > 0);
+    assert_eq!(journal.stats().segments_sealed, sealed_before);
+    assert!(journal.segments_unsealed() >= 2, "later segments wait");
+    verify_all(&mut journal, &model);
+    // A crash now reopens from the old checkpoint and scans the unsealed segments.
+    let disk = journal.into_disk().crash();
+    let mut journal = Journal::open(disk, config()).unwrap();
+    assert!(
+        journal.open_report().segments_scanned >= 3,
+        "{:?}",
+        journal.open_report()
+    );
+    verify_all(&mut journal, &model);
+    // Space comes back: sealing catches up on the next retry, in segment order.
+    journal.disk_mut().faults.seal_files_full = false;
+    journal.seal_retry_now();
+    drive(&mut journal);
+    assert_eq!(journal.segments_unsealed(), 0);
+    verify_all(&mut journal, &model);
+}

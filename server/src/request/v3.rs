@@ -445,7 +445,8 @@ fn list_of_entries(
         return;
     };
     // Rare (auditor, replication checks): the availability bytes are built in a fresh Vec.
-    let availability = wire_v3::availability_of_entries(ledger.entries_known().into_iter().map(|entry| entry.0));
+    let availability =
+        wire_v3::availability_of_entries(ledger.entries_known().into_iter().map(|entry| entry.0));
     let response = proto::Response {
         header: wire_v3::response_header(&request.header),
         status: Status::Eok as i32,

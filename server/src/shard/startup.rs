@@ -258,7 +258,10 @@ fn open_report_print(
 ) {
     let checkpoint = match report.checkpoint {
         Some((generation, resume)) => {
-            format!("checkpoint generation {generation} (scan from segment {})", resume.0)
+            format!(
+                "checkpoint generation {generation} (scan from segment {})",
+                resume.0
+            )
         }
         None => "no checkpoint".to_string(),
     };
