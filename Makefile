@@ -58,7 +58,7 @@ test: check zk-deps
 	$(MAKE) neighbour NEIGHBOUR_SECONDS=10
 	$(MAKE) crash CYCLES=20
 	$(MAKE) retention RETENTION_ENTRIES=2000000 RETENTION_SERVER_ARGS="--segment-size 67108864" \
-	  RETENTION_ENFORCE=$(or $(RETENTION_ENFORCE),0)
+	  RETENTION_ENFORCE=$(or $(RETENTION_ENFORCE),1)
 	$(MAKE) interop QUICK=true
 	$(MAKE) fuzz-smoke
 
