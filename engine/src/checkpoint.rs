@@ -190,7 +190,11 @@ pub fn decode_ledgers(
             explicit_lac,
         };
         let ascending = ledgers.last().is_none_or(|last| last.ledger < state.ledger);
-        if !ascending || flags & !(FLAG_FENCED | FLAG_EXPLICIT_LAC) != 0 {
+        // Positions are u32 in memory and u32::MAX is no payload size.
+        let lac_fits = state.explicit_lac.is_none_or(|(location, size)| {
+            location.position.0 <= u64::from(u32::MAX) && size != u32::MAX
+        });
+        if !ascending || !lac_fits || flags & !(FLAG_FENCED | FLAG_EXPLICIT_LAC) != 0 {
             return Err(FileFormatError::Identity);
         }
         ledgers.push(state);

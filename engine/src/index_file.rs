@@ -261,8 +261,17 @@ pub fn decode_runs(table: &[u8], header: &IndexHeader) -> Result<Vec<Run>, FileF
         let ordered = runs.last().is_none_or(|previous: &Run| {
             (previous.ledger, previous.entry_last) < (run.ledger, run.entry_first)
         });
+        // The span is checked against the slot count before anything computes with it: a
+        // checksummed but absurd run must not overflow (found by reasoning about `slot_count`).
+        let span_fits = run
+            .entry_last
+            .0
+            .checked_sub(run.entry_first.0)
+            .and_then(|span| u64::try_from(span).ok())
+            .is_some_and(|span| span < header.slot_count);
         let valid = run.entry_first.0 >= 0
             && run.entry_last >= run.entry_first
+            && span_fits
             && run.slot_first == slot_next
             && u64::from(run.entries) <= run.slot_count()
             && run.entries > 0;

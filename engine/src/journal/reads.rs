@@ -4,7 +4,7 @@
 //! write that is internally valid is caught; a disk read that fails the check is retried once.
 
 use super::{Event, Journal, Stats, TOKEN_READ};
-use crate::constants::SECTOR_SIZE;
+use crate::constants::{RECORD_PAYLOAD_SIZE_MAX, SECTOR_SIZE, SEGMENT_HEADER_SIZE};
 use crate::disk::{BufferId, Disk};
 use crate::error::ReadError;
 use crate::ids::FileId;
@@ -462,6 +462,28 @@ fn verify(bytes: &[u8], expected: Expected) -> Option<&[u8]> {
     matches.then_some(payload)
 }
 
+/// A slot read from a sealed index page, if it can be a record of that segment: the page's
+/// checksum says the page is what was written, this says what was written is possible, so a
+/// damaged index that still checksums fails the read instead of reading out of bounds.
+fn sealed_slot(
+    segment: SegmentId,
+    position: u32,
+    payload_size: u32,
+    segment_size: u64,
+) -> Option<Slot> {
+    let size = usize::try_from(payload_size).ok()?;
+    let end =
+        u64::from(position) + to_u64(record::record_size(size.min(RECORD_PAYLOAD_SIZE_MAX + 1)));
+    let valid = size <= RECORD_PAYLOAD_SIZE_MAX
+        && u64::from(position) >= to_u64(SEGMENT_HEADER_SIZE)
+        && end <= segment_size;
+    let location = Location {
+        segment,
+        position: Position(u64::from(position)),
+    };
+    valid.then(|| Slot::new(location, payload_size))
+}
+
 /// Where a read of an entry goes next.
 #[derive(Clone, Copy, Debug)]
 pub(super) enum Resolved {
@@ -481,6 +503,7 @@ impl<D: Disk> Journal<D> {
         mut skip: usize,
     ) -> Result<Resolved, ReadError> {
         let state = self.index.ledger(ledger).ok_or(ReadError::NoLedger)?;
+        let segment_size = self.config.segment_size;
         loop {
             let (run, candidate) = match state.locate(entry, skip) {
                 Lookup::Found(slot) => return Ok(Resolved::Record(slot)),
@@ -505,11 +528,8 @@ impl<D: Disk> Journal<D> {
             self.stats.index_page_hits += 1;
             match index_file::page_slot(bytes, at) {
                 Some((position, payload_size)) => {
-                    let location = Location {
-                        segment: run.segment,
-                        position: Position(u64::from(position)),
-                    };
-                    return Ok(Resolved::Record(Slot::new(location, payload_size)));
+                    let slot = sealed_slot(run.segment, position, payload_size, segment_size);
+                    return slot.map(Resolved::Record).ok_or(ReadError::Io);
                 }
                 // A hole: an older run may still hold the entry.
                 None => skip = candidate + 1,
@@ -534,11 +554,10 @@ impl<D: Disk> Journal<D> {
         let (ledger, entry) = self.reads.target(slot);
         let next = match slot_value {
             Some((position, payload_size)) => {
-                let location = Location {
-                    segment: page.run.segment,
-                    position: Position(u64::from(position)),
-                };
-                Ok(Resolved::Record(Slot::new(location, payload_size)))
+                let segment_size = self.config.segment_size;
+                sealed_slot(page.run.segment, position, payload_size, segment_size)
+                    .map(Resolved::Record)
+                    .ok_or(ReadError::Io)
             }
             None => self.entry_resolve(ledger, entry, page.candidate + 1),
         };

@@ -409,3 +409,53 @@ fn a_full_disk_while_sealing_keeps_the_previous_checkpoint_and_loses_nothing() {
     assert_eq!(journal.segments_unsealed(), 0);
     verify_all(&mut journal, &model);
 }
+
+#[test]
+fn a_checksummed_but_impossible_index_is_rebuilt_or_fails_the_read_never_panics() {
+    let config = Config {
+        index_cache_pages: 0,
+        ..config()
+    };
+    let mut journal = Journal::open(SimDisk::new(8), config.clone()).unwrap();
+    let mut model = Model::default();
+    fill(&mut journal, &mut model, 1, 3000, 100);
+    let mut disk = journal.into_disk().crash();
+    // Segment 0's first slot page: a slot pointing past the segment's end, checksum redone.
+    {
+        let bytes = disk.durable_file_mut(FileId::Index(SegmentId(0))).unwrap();
+        let header = index_file::decode_header(&bytes[..4096], SegmentId(0), bytes.len() as u64)
+            .unwrap();
+        let page = index_file::slot_table_offset(header.run_count) as usize;
+        let page = &mut bytes[page..page + 4096];
+        index_file::page_slot_set(page, 0, Some((u32::MAX - 8, 100)));
+        index_file::page_seal(page);
+    }
+    // Segment 1's run table: a run spanning every id, checksums redone.
+    {
+        let bytes = disk.durable_file_mut(FileId::Index(SegmentId(1))).unwrap();
+        let mut header =
+            index_file::decode_header(&bytes[..4096], SegmentId(1), bytes.len() as u64).unwrap();
+        let table = &mut bytes[4096..4096 + index_file::RUN_SIZE];
+        table[16..24].copy_from_slice(&i64::MAX.to_le_bytes());
+        let runs_bytes = header.run_count as usize * index_file::RUN_SIZE;
+        header.checksum_runs = crc32c::crc32c(&bytes[4096..4096 + runs_bytes]);
+        index_file::encode_header(&mut bytes[..4096], &header);
+    }
+    disk.reload_live_from_durable();
+    let mut journal = Journal::open(disk, config).unwrap();
+    let rebuilt: Vec<SegmentId> = journal
+        .open_report()
+        .indexes_rebuilt
+        .iter()
+        .map(|(segment, _)| *segment)
+        .collect();
+    assert_eq!(rebuilt, vec![SegmentId(1)]);
+    let first = super::harness::read_entry(&mut journal, 0, 0);
+    assert_eq!(first, Err(crate::ReadError::Io), "the impossible slot fails its read");
+    for (&(ledger, entry), expected) in model.acked.iter().skip(1) {
+        match super::harness::read_entry(&mut journal, ledger, entry) {
+            Ok(body) => assert_eq!(&body, expected),
+            Err(error) => panic!("{ledger}/{entry}: {error:?}"),
+        }
+    }
+}
