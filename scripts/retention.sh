@@ -262,6 +262,19 @@ echo "== data dir: $data_gb GB (du), $segments segment files; SIGKILL, restart"
   grep -m 1 -v '^#' "$log"
 } >"$oldest"
 [[ $(sed -n '2p' "$oldest" | cut -d' ' -f2) == 0 ]] || die "the first acked entry is not an entry 0"
+# The checks after a restart: it serves, within the time limit, within the memory limit.
+# Args: SIGNAL name (in the JSON keys), accept s, read s, limit s, RSS KiB.
+restart_checks() {
+  local signal=$1 name=$2 accept_s=$3 read_s=$4 limit_s=$5 rss_kib=$6
+  check correctness 1 "restart after $signal serves the oldest entry"
+  check target "$(within "$accept_s" "$limit_s")" \
+    "restart after $signal: accepting after $accept_s s (limit $limit_s), $data_gb GB"
+  check target "$(within "$read_s" "$limit_s")" \
+    "restart after $signal: oldest entry served after $read_s s (limit $limit_s), $data_gb GB"
+  check target "$((rss_kib <= rss_limit_kib ? 1 : 0))" \
+    "RSS after the $signal restart: +$(((rss_kib - rss_idle) / 1024)) MiB over idle (limit +$rss_margin_mib), $(per_entry "$rss_kib" "bytes_per_retained_entry_${name}_restart") B per retained entry"
+}
+
 restart_timed sigkill
 kill_accept_s=$restart_accept_s kill_read_s=$restart_read_s
 # This start's shard lines: "(L ledgers, T torn tail truncated)".
@@ -271,13 +284,8 @@ record torn_tails_truncated_after_sigkill "$torn"
 echo "   recovery after SIGKILL truncated $torn torn tails"
 sleep 1
 memory sigkill_restart
-check correctness 1 "restart after SIGKILL serves the oldest entry"
-check target "$(within "$kill_accept_s" "$restart_kill_s_max")" \
-  "restart after SIGKILL: accepting after $kill_accept_s s (limit $restart_kill_s_max), $data_gb GB"
-check target "$(within "$kill_read_s" "$restart_kill_s_max")" \
-  "restart after SIGKILL: oldest entry served after $kill_read_s s (limit $restart_kill_s_max), $data_gb GB"
-check target "$((rss_sigkill_restart <= rss_limit_kib ? 1 : 0))" \
-  "RSS after the SIGKILL restart: +$(((rss_sigkill_restart - rss_idle) / 1024)) MiB over idle (limit +$rss_margin_mib), $(per_entry "$rss_sigkill_restart" bytes_per_retained_entry_sigkill_restart) B per retained entry"
+restart_checks SIGKILL sigkill "$kill_accept_s" "$kill_read_s" "$restart_kill_s_max" \
+  "$rss_sigkill_restart"
 
 # 4. Read back the head (the first entries of every ledger), the tail and a stride between.
 logged=$(grep -vc '^#' "$log" || true)
@@ -326,13 +334,8 @@ restart_timed sigterm
 term_accept_s=$restart_accept_s term_read_s=$restart_read_s
 sleep 1
 memory sigterm_restart
-check correctness 1 "restart after SIGTERM serves the oldest entry"
-check target "$(within "$term_accept_s" "$restart_term_s_max")" \
-  "restart after SIGTERM: accepting after $term_accept_s s (limit $restart_term_s_max), $data_gb GB"
-check target "$(within "$term_read_s" "$restart_term_s_max")" \
-  "restart after SIGTERM: oldest entry served after $term_read_s s (limit $restart_term_s_max), $data_gb GB"
-check target "$((rss_sigterm_restart <= rss_limit_kib ? 1 : 0))" \
-  "RSS after the SIGTERM restart: +$(((rss_sigterm_restart - rss_idle) / 1024)) MiB over idle (limit +$rss_margin_mib), $(per_entry "$rss_sigterm_restart" bytes_per_retained_entry_sigterm_restart) B per retained entry"
+restart_checks SIGTERM sigterm "$term_accept_s" "$term_read_s" "$restart_term_s_max" \
+  "$rss_sigterm_restart"
 kill -TERM "$server_pid"
 stop_status=0
 wait "$server_pid" || stop_status=$?

@@ -14,7 +14,7 @@
 use crate::constants::{MASTER_KEY_SIZE, SECTOR_SIZE};
 use crate::ids::{LedgerId, Location, Position, SegmentId, Sequence};
 use crate::index_file::FileFormatError;
-use crate::stdx::{align_up, to_u64};
+use crate::stdx::{align_up, le_i64, le_u32 as u32_at, le_u64 as u64_at, to_u64};
 
 /// `RLGC` read as a little-endian u32.
 pub const CHECKPOINT_MAGIC: u32 = u32::from_le_bytes(*b"RLGC");
@@ -69,18 +69,6 @@ pub struct LedgerState {
     pub explicit_lac: Option<(Location, u32)>,
 }
 
-fn u32_at(bytes: &[u8], offset: usize) -> u32 {
-    let mut word = [0u8; 4];
-    word.copy_from_slice(&bytes[offset..offset + 4]);
-    u32::from_le_bytes(word)
-}
-
-fn u64_at(bytes: &[u8], offset: usize) -> u64 {
-    let mut word = [0u8; 8];
-    word.copy_from_slice(&bytes[offset..offset + 8]);
-    u64::from_le_bytes(word)
-}
-
 /// Size of a checkpoint file with `ledger_count` ledgers, a multiple of the sector size.
 #[must_use]
 pub fn file_size(ledger_count: u32) -> u64 {
@@ -109,15 +97,7 @@ pub fn encode_header(sector: &mut [u8], header: &CheckpointHeader) {
 
 /// Decodes and verifies a checkpoint header; `file_size` must match its ledger count.
 pub fn decode_header(sector: &[u8], file_size: u64) -> Result<CheckpointHeader, FileFormatError> {
-    if sector.len() < 44 || u32_at(sector, 0) != CHECKPOINT_MAGIC {
-        return Err(FileFormatError::Magic);
-    }
-    if sector[4] != CHECKPOINT_VERSION {
-        return Err(FileFormatError::Version(sector[4]));
-    }
-    if crc32c::crc32c(&sector[0..40]) != u32_at(sector, 40) {
-        return Err(FileFormatError::Checksum);
-    }
+    crate::index_file::header_verify(sector, CHECKPOINT_MAGIC, CHECKPOINT_VERSION, 40)?;
     let header = CheckpointHeader {
         resume_segment: SegmentId(u32_at(sector, 8)),
         checksum_previous: u32_at(sector, 12),
@@ -182,11 +162,11 @@ pub fn decode_ledgers(
             (location, u32_at(chunk, 64))
         });
         let state = LedgerState {
-            ledger: LedgerId(i64::from_le_bytes(chunk[0..8].try_into().expect("8 bytes"))),
+            ledger: LedgerId(le_i64(chunk, 0)),
             master_key,
             fenced: flags & FLAG_FENCED != 0,
-            entry_last: i64::from_le_bytes(chunk[32..40].try_into().expect("8 bytes")),
-            last_add_confirmed: i64::from_le_bytes(chunk[40..48].try_into().expect("8 bytes")),
+            entry_last: le_i64(chunk, 32),
+            last_add_confirmed: le_i64(chunk, 40),
             explicit_lac,
         };
         let ascending = ledgers.last().is_none_or(|last| last.ledger < state.ledger);

@@ -16,7 +16,9 @@
 
 use crate::constants::SECTOR_SIZE;
 use crate::ids::{EntryId, LedgerId, SegmentId, Sequence};
-use crate::stdx::{align_up, to_u64, to_usize};
+use crate::stdx::{
+    align_up, le_i64 as i64_at, le_u32 as u32_at, le_u64 as u64_at, to_u64, to_usize,
+};
 
 /// `RLGI` read as a little-endian u32.
 pub const INDEX_MAGIC: u32 = u32::from_le_bytes(*b"RLGI");
@@ -115,22 +117,26 @@ impl std::fmt::Display for FileFormatError {
     }
 }
 
-fn u32_at(bytes: &[u8], offset: usize) -> u32 {
-    let mut word = [0u8; 4];
-    word.copy_from_slice(&bytes[offset..offset + 4]);
-    u32::from_le_bytes(word)
-}
-
-fn u64_at(bytes: &[u8], offset: usize) -> u64 {
-    let mut word = [0u8; 8];
-    word.copy_from_slice(&bytes[offset..offset + 8]);
-    u64::from_le_bytes(word)
-}
-
-fn i64_at(bytes: &[u8], offset: usize) -> i64 {
-    let mut word = [0u8; 8];
-    word.copy_from_slice(&bytes[offset..offset + 8]);
-    i64::from_le_bytes(word)
+/// The checks every versioned file header shares: magic, version, then the checksum over
+/// `0..checksum_at` (stored at `checksum_at`). The version comes before the checksum because
+/// a newer format may put its checksum elsewhere: its files must be refused by name, never
+/// taken for damage and rebuilt over.
+pub fn header_verify(
+    sector: &[u8],
+    magic: u32,
+    version: u8,
+    checksum_at: usize,
+) -> Result<(), FileFormatError> {
+    if sector.len() < checksum_at + 4 || u32_at(sector, 0) != magic {
+        return Err(FileFormatError::Magic);
+    }
+    if sector[4] != version {
+        return Err(FileFormatError::Version(sector[4]));
+    }
+    if crc32c::crc32c(&sector[0..checksum_at]) != u32_at(sector, checksum_at) {
+        return Err(FileFormatError::Checksum);
+    }
+    Ok(())
 }
 
 /// Byte offset of the run table.
@@ -190,15 +196,7 @@ pub fn decode_header(
     segment: SegmentId,
     file_size: u64,
 ) -> Result<IndexHeader, FileFormatError> {
-    if sector.len() < 60 || u32_at(sector, 0) != INDEX_MAGIC {
-        return Err(FileFormatError::Magic);
-    }
-    if sector[4] != INDEX_VERSION {
-        return Err(FileFormatError::Version(sector[4]));
-    }
-    if crc32c::crc32c(&sector[0..56]) != u32_at(sector, 56) {
-        return Err(FileFormatError::Checksum);
-    }
+    header_verify(sector, INDEX_MAGIC, INDEX_VERSION, 56)?;
     let header = IndexHeader {
         segment: SegmentId(u32_at(sector, 8)),
         run_count: u32_at(sector, 12),

@@ -25,7 +25,7 @@
 
 use crate::constants::{RECORD_ALIGNMENT, RECORD_HEADER_SIZE, RECORD_PAYLOAD_SIZE_MAX};
 use crate::ids::{EntryId, LedgerId, Location, Position, SegmentId, Sequence};
-use crate::stdx::align_up;
+use crate::stdx::{align_up, le_u32 as read_u32, le_u64 as read_u64};
 
 /// `RLGR` read as a little-endian u32.
 pub const RECORD_MAGIC: u32 = u32::from_le_bytes(*b"RLGR");
@@ -148,18 +148,6 @@ pub fn encode(out: &mut [u8], header: &RecordHeader, payload: &[u8]) -> u32 {
 /// CRC32C over the whole header except the checksum field itself.
 fn header_checksum(head: &[u8]) -> u32 {
     crc32c::crc32c_append(crc32c::crc32c(&head[0..8]), &head[12..RECORD_HEADER_SIZE])
-}
-
-fn read_u32(bytes: &[u8], offset: usize) -> u32 {
-    let mut word = [0u8; 4];
-    word.copy_from_slice(&bytes[offset..offset + 4]);
-    u32::from_le_bytes(word)
-}
-
-fn read_u64(bytes: &[u8], offset: usize) -> u64 {
-    let mut word = [0u8; 8];
-    word.copy_from_slice(&bytes[offset..offset + 8]);
-    u64::from_le_bytes(word)
 }
 
 /// Verifies and decodes a header from the first 64 bytes of `bytes`. Returns the header and its

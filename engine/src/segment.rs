@@ -50,13 +50,13 @@ pub fn decode_segment_header(sector: &[u8], id: SegmentId) -> Result<u64, Segmen
     if word(0) != SEGMENT_MAGIC {
         return Err(SegmentHeaderError::Invalid);
     }
-    if crc32c::crc32c(&sector[0..24]) != word(24) {
-        return Err(SegmentHeaderError::Invalid);
-    }
-    // A newer format is told apart from damage (the checksum covers the version byte), so the
-    // open can say which file a newer release wrote instead of calling it corrupt.
+    // Before the checksum: a newer format may lay its header out differently, and the open
+    // must name the file a newer release wrote rather than call it corrupt.
     if sector[4] != SEGMENT_VERSION {
         return Err(SegmentHeaderError::Version(sector[4]));
+    }
+    if crc32c::crc32c(&sector[0..24]) != word(24) {
+        return Err(SegmentHeaderError::Invalid);
     }
     let found = SegmentId(word(8));
     if found != id {

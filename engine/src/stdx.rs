@@ -41,3 +41,25 @@ pub fn to_u64(value: usize) -> u64 {
 pub fn to_usize(value: u64) -> usize {
     usize::try_from(value).expect("offset fits usize on 64-bit targets")
 }
+
+/// The little-endian u32 at `offset` of `bytes` (the caller checked the length).
+#[must_use]
+pub fn le_u32(bytes: &[u8], offset: usize) -> u32 {
+    let mut word = [0u8; 4];
+    word.copy_from_slice(&bytes[offset..offset + 4]);
+    u32::from_le_bytes(word)
+}
+
+/// The little-endian u64 at `offset` of `bytes`.
+#[must_use]
+pub fn le_u64(bytes: &[u8], offset: usize) -> u64 {
+    let mut word = [0u8; 8];
+    word.copy_from_slice(&bytes[offset..offset + 8]);
+    u64::from_le_bytes(word)
+}
+
+/// The little-endian i64 at `offset` of `bytes`.
+#[must_use]
+pub fn le_i64(bytes: &[u8], offset: usize) -> i64 {
+    i64::from_le_bytes(le_u64(bytes, offset).to_le_bytes())
+}

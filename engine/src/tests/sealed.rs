@@ -169,7 +169,11 @@ fn a_corrupt_checkpoint_is_ignored_and_every_segment_scanned() {
 
 #[test]
 fn an_unknown_format_version_refuses_to_open_and_names_the_file() {
-    for file in [FileId::Index(SegmentId(0)), FileId::Checkpoint] {
+    for file in [
+        FileId::Segment(SegmentId(0)),
+        FileId::Index(SegmentId(0)),
+        FileId::Checkpoint,
+    ] {
         let mut journal = Journal::open(SimDisk::new(5), config()).unwrap();
         let mut model = Model::default();
         fill(&mut journal, &mut model, 2, 3000, 100);
@@ -423,8 +427,8 @@ fn a_checksummed_but_impossible_index_is_rebuilt_or_fails_the_read_never_panics(
     // Segment 0's first slot page: a slot pointing past the segment's end, checksum redone.
     {
         let bytes = disk.durable_file_mut(FileId::Index(SegmentId(0))).unwrap();
-        let header = index_file::decode_header(&bytes[..4096], SegmentId(0), bytes.len() as u64)
-            .unwrap();
+        let header =
+            index_file::decode_header(&bytes[..4096], SegmentId(0), bytes.len() as u64).unwrap();
         let page = index_file::slot_table_offset(header.run_count) as usize;
         let page = &mut bytes[page..page + 4096];
         index_file::page_slot_set(page, 0, Some((u32::MAX - 8, 100)));
@@ -451,7 +455,11 @@ fn a_checksummed_but_impossible_index_is_rebuilt_or_fails_the_read_never_panics(
         .collect();
     assert_eq!(rebuilt, vec![SegmentId(1)]);
     let first = super::harness::read_entry(&mut journal, 0, 0);
-    assert_eq!(first, Err(crate::ReadError::Io), "the impossible slot fails its read");
+    assert_eq!(
+        first,
+        Err(crate::ReadError::Io),
+        "the impossible slot fails its read"
+    );
     for (&(ledger, entry), expected) in model.acked.iter().skip(1) {
         match super::harness::read_entry(&mut journal, ledger, entry) {
             Ok(body) => assert_eq!(&body, expected),
