@@ -50,7 +50,8 @@ fn defaults_and_bounds() {
     assert_eq!(config.listen.to_string(), "0.0.0.0:3181");
     assert_eq!(config.shards(), 3);
     assert_eq!(config.frame_size_max, 5_253_120);
-    assert_eq!(config.journal.segment_size, 1 << 30);
+    assert_eq!(config.journal.segment_size, 256 << 20);
+    assert_eq!(config.journal.index_cache_pages, 8192);
     assert_eq!(config.journal.commits_in_flight_max, 2);
     assert_eq!(config.journal.sync_mode, engine::SyncMode::Dsync);
     assert!(config.direct_io);
