@@ -8,8 +8,10 @@
 //! Header sector: `0 magic "RLGC" | 4 version u8 | 5..8 zero | 8 resume segment u32 |
 //!  12 crc_header of the last record before it u32 | 16 sequence of its first record u64 |
 //!  24 ledger count u32 | 28 CRC32C of the ledger table u32 | 32 generation u64 |
-//!  40 CRC32C of bytes 0..40 u32`. The ledger table follows at byte 4096, sorted by ledger id,
-//! `LEDGER_RECORD_SIZE` bytes each (see `encode_ledger`).
+//!  40 tombstone count u32 | 44 CRC32C of the tombstone table u32 | 48 CRC32C of bytes 0..48`.
+//! The ledger table follows at byte 4096, sorted by ledger id, `LEDGER_RECORD_SIZE` bytes each
+//! (see `encode_ledger`), then, from the next sector boundary, the tombstone table: deleted
+//! ledgers, `TOMBSTONE_SIZE` bytes each, sorted by id (see `encode_tombstone`).
 
 use crate::constants::{MASTER_KEY_SIZE, SECTOR_SIZE};
 use crate::ids::{LedgerId, Location, Position, SegmentId, Sequence};
@@ -24,6 +26,8 @@ pub const CHECKPOINT_VERSION: u8 = 1;
 pub const LEDGER_RECORD_SIZE: usize = 80;
 /// Byte offset of the ledger table.
 pub const LEDGER_TABLE_OFFSET: u64 = SECTOR_SIZE as u64;
+/// Bytes of one deleted ledger in the tombstone table.
+pub const TOMBSTONE_SIZE: usize = 16;
 
 const FLAG_FENCED: u8 = 1;
 const FLAG_EXPLICIT_LAC: u8 = 2;
@@ -43,6 +47,19 @@ pub struct CheckpointHeader {
     pub checksum_ledgers: u32,
     /// Incremented by each checkpoint written (for logs and tests).
     pub generation: u64,
+    /// Deleted ledgers in the tombstone table.
+    pub tombstone_count: u32,
+    /// CRC32C of the tombstone table.
+    pub checksum_tombstones: u32,
+}
+
+/// A deleted ledger: its records are skipped wherever they are still found (sealed indexes,
+/// the scan after the resume point), until no segment that could hold one is left.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tombstone {
+    pub ledger: LedgerId,
+    /// The active segment when the ledger was deleted: no record of it lies beyond.
+    pub segment_last: SegmentId,
 }
 
 /// Where the checkpoint on disk says recovery resumes (the journal keeps it to write the
@@ -69,12 +86,22 @@ pub struct LedgerState {
     pub explicit_lac: Option<(Location, u32)>,
 }
 
-/// Size of a checkpoint file with `ledger_count` ledgers, a multiple of the sector size.
+/// Byte offset of the tombstone table: after the ledger table, padded to a sector.
 #[must_use]
-pub fn file_size(ledger_count: u32) -> u64 {
+pub fn tombstone_table_offset(ledger_count: u32) -> u64 {
     LEDGER_TABLE_OFFSET
         + to_u64(align_up(
             usize::try_from(ledger_count).expect("u32 fits usize") * LEDGER_RECORD_SIZE,
+            SECTOR_SIZE,
+        ))
+}
+
+/// Size of a checkpoint file, a multiple of the sector size.
+#[must_use]
+pub fn file_size(ledger_count: u32, tombstone_count: u32) -> u64 {
+    tombstone_table_offset(ledger_count)
+        + to_u64(align_up(
+            usize::try_from(tombstone_count).expect("u32 fits usize") * TOMBSTONE_SIZE,
             SECTOR_SIZE,
         ))
 }
@@ -91,13 +118,15 @@ pub fn encode_header(sector: &mut [u8], header: &CheckpointHeader) {
     sector[24..28].copy_from_slice(&header.ledger_count.to_le_bytes());
     sector[28..32].copy_from_slice(&header.checksum_ledgers.to_le_bytes());
     sector[32..40].copy_from_slice(&header.generation.to_le_bytes());
-    let checksum = crc32c::crc32c(&sector[0..40]);
-    sector[40..44].copy_from_slice(&checksum.to_le_bytes());
+    sector[40..44].copy_from_slice(&header.tombstone_count.to_le_bytes());
+    sector[44..48].copy_from_slice(&header.checksum_tombstones.to_le_bytes());
+    let checksum = crc32c::crc32c(&sector[0..48]);
+    sector[48..52].copy_from_slice(&checksum.to_le_bytes());
 }
 
 /// Decodes and verifies a checkpoint header; `file_size` must match its ledger count.
 pub fn decode_header(sector: &[u8], file_size: u64) -> Result<CheckpointHeader, FileFormatError> {
-    crate::index_file::header_verify(sector, CHECKPOINT_MAGIC, CHECKPOINT_VERSION, 40)?;
+    crate::index_file::header_verify(sector, CHECKPOINT_MAGIC, CHECKPOINT_VERSION, 48)?;
     let header = CheckpointHeader {
         resume_segment: SegmentId(u32_at(sector, 8)),
         checksum_previous: u32_at(sector, 12),
@@ -105,8 +134,11 @@ pub fn decode_header(sector: &[u8], file_size: u64) -> Result<CheckpointHeader, 
         ledger_count: u32_at(sector, 24),
         checksum_ledgers: u32_at(sector, 28),
         generation: u64_at(sector, 32),
+        tombstone_count: u32_at(sector, 40),
+        checksum_tombstones: u32_at(sector, 44),
     };
-    if file_size != self::file_size(header.ledger_count) || header.sequence_next.0 == 0 {
+    let size = self::file_size(header.ledger_count, header.tombstone_count);
+    if file_size != size || header.sequence_next.0 == 0 {
         return Err(FileFormatError::Identity);
     }
     Ok(header)
@@ -180,4 +212,42 @@ pub fn decode_ledgers(
         ledgers.push(state);
     }
     Ok(ledgers)
+}
+
+/// Writes one tombstone into its `TOMBSTONE_SIZE` bytes:
+/// `0 ledger id i64 | 8 last segment that may hold its records u32 | 12 zero u32`.
+pub fn encode_tombstone(out: &mut [u8], tombstone: &Tombstone) {
+    assert_eq!(out.len(), TOMBSTONE_SIZE);
+    out.fill(0);
+    out[0..8].copy_from_slice(&tombstone.ledger.0.to_le_bytes());
+    out[8..12].copy_from_slice(&tombstone.segment_last.0.to_le_bytes());
+}
+
+/// Decodes and checks the tombstone table: checksum, ids strictly ascending.
+pub fn decode_tombstones(
+    table: &[u8],
+    header: &CheckpointHeader,
+) -> Result<Vec<Tombstone>, FileFormatError> {
+    let count = usize::try_from(header.tombstone_count).expect("u32 fits usize");
+    let bytes = table
+        .get(..count * TOMBSTONE_SIZE)
+        .ok_or(FileFormatError::Identity)?;
+    if crc32c::crc32c(bytes) != header.checksum_tombstones {
+        return Err(FileFormatError::Checksum);
+    }
+    let mut tombstones: Vec<Tombstone> = Vec::with_capacity(count);
+    for chunk in bytes.chunks_exact(TOMBSTONE_SIZE) {
+        let tombstone = Tombstone {
+            ledger: LedgerId(le_i64(chunk, 0)),
+            segment_last: SegmentId(u32_at(chunk, 8)),
+        };
+        if tombstones
+            .last()
+            .is_some_and(|last| last.ledger >= tombstone.ledger)
+        {
+            return Err(FileFormatError::Identity);
+        }
+        tombstones.push(tombstone);
+    }
+    Ok(tombstones)
 }

@@ -173,13 +173,16 @@ impl SealedRun {
     }
 }
 
-/// Where a sealed segment's slot table is, per segment (not per entry).
+/// Where a sealed segment's slot table is, and how much of it is live, per segment (not per
+/// entry).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SealedSegment {
     /// Byte offset of the slot table in the index file.
     pub slot_table_offset: u64,
     /// Slots in the table.
     pub slot_count: u64,
+    /// Bytes of entry records of ledgers not deleted (set by `Index::seal`).
+    pub bytes_live: u64,
 }
 
 /// Where an entry may be.
@@ -320,6 +323,8 @@ pub struct Index {
     ledgers: HashMap<LedgerId, Ledger>,
     /// Where each sealed segment's slot table is.
     sealed_segments: BTreeMap<SegmentId, SealedSegment>,
+    /// Deleted ledgers, with the last segment that may hold their records.
+    tombstones: BTreeMap<LedgerId, SegmentId>,
 }
 
 impl Index {
@@ -386,11 +391,17 @@ impl Index {
 
     /// `segment`'s index is durable: its entry arrays give way to its runs (which must come
     /// from those arrays, or from the index file at open), and its slot table is recorded.
-    pub fn seal(&mut self, segment: SegmentId, table: SealedSegment, runs: &[Run]) {
+    pub fn seal(&mut self, segment: SegmentId, mut table: SealedSegment, runs: &[Run]) {
         for state in self.ledgers.values_mut() {
             state.open.retain(|open| open.segment != segment);
         }
+        table.bytes_live = 0;
         for run in runs {
+            // An index written before its ledger was deleted still lists it.
+            if self.tombstones.contains_key(&run.ledger) {
+                continue;
+            }
+            table.bytes_live += run.bytes;
             // A run of a ledger the checkpoint did not know (its key record was lost with an
             // index rebuilt from a segment) cannot be read without its key: keep it anyway,
             // keyed by the all-zero key recovery uses for records seen before their key.
@@ -426,5 +437,75 @@ impl Index {
             .flat_map(|state| state.open.iter())
             .map(|open| open.slots.capacity() * std::mem::size_of::<OpenSlot>())
             .sum()
+    }
+
+    /// Deletes a ledger: it is gone from the index (reads find no ledger), its bytes stop
+    /// counting as live in its sealed segments, and a tombstone keeps its records from
+    /// coming back while any segment up to `segment_last` may hold one. Returns false if the
+    /// ledger was not here.
+    pub fn delete(&mut self, ledger: LedgerId, segment_last: SegmentId) -> bool {
+        let Some(state) = self.ledgers.remove(&ledger) else {
+            return false;
+        };
+        for run in &state.sealed {
+            if let Some(table) = self.sealed_segments.get_mut(&run.segment) {
+                table.bytes_live = table.bytes_live.saturating_sub(run.bytes);
+            }
+        }
+        self.tombstones.insert(ledger, segment_last);
+        true
+    }
+
+    /// True when the ledger was deleted and its tombstone is still kept.
+    #[must_use]
+    pub fn is_deleted(&self, ledger: LedgerId) -> bool {
+        self.tombstones.contains_key(&ledger)
+    }
+
+    /// Records a tombstone read from the checkpoint.
+    pub fn tombstone_insert(&mut self, ledger: LedgerId, segment_last: SegmentId) {
+        assert!(!self.ledgers.contains_key(&ledger));
+        self.tombstones.insert(ledger, segment_last);
+    }
+
+    /// Tombstones, ascending by ledger.
+    pub fn tombstones(&self) -> impl Iterator<Item = (LedgerId, SegmentId)> + '_ {
+        self.tombstones
+            .iter()
+            .map(|(&ledger, &segment)| (ledger, segment))
+    }
+
+    /// Drops the tombstones no segment can hold a record of any more: every segment up to
+    /// their last one is gone (`oldest` is the oldest segment left).
+    pub fn tombstones_expire(&mut self, oldest: SegmentId) {
+        self.tombstones
+            .retain(|_, segment_last| *segment_last >= oldest);
+    }
+
+    /// Sealed segments below `before` that hold nothing live: no entry of a ledger not
+    /// deleted, and no ledger's explicit-LAC record (the checkpoint points at it).
+    #[must_use]
+    pub fn sealed_segments_dead(&self, before: SegmentId) -> Vec<SegmentId> {
+        let mut dead: Vec<SegmentId> = self
+            .sealed_segments
+            .range(..before)
+            .filter(|(_, table)| table.bytes_live == 0)
+            .map(|(&segment, _)| segment)
+            .collect();
+        if !dead.is_empty() {
+            let lac_segments: std::collections::BTreeSet<SegmentId> = self
+                .ledgers
+                .values()
+                .filter_map(|state| state.explicit_lac.map(|slot| slot.location().segment))
+                .collect();
+            dead.retain(|segment| !lac_segments.contains(segment));
+        }
+        dead
+    }
+
+    /// A sealed segment's files are gone.
+    pub fn sealed_segment_remove(&mut self, segment: SegmentId) {
+        let table = self.sealed_segments.remove(&segment);
+        assert!(table.is_some_and(|table| table.bytes_live == 0));
     }
 }

@@ -5,7 +5,7 @@
 //! through one bounded buffer without copying the slot table into memory first
 //! (`journal/seal.rs` asynchronously, `recovery/sealed.rs` blocking at open).
 
-use crate::checkpoint::{self, CheckpointHeader, LedgerState};
+use crate::checkpoint::{self, CheckpointHeader, LedgerState, Tombstone};
 use crate::constants::SECTOR_SIZE;
 use crate::ids::{EntryId, SegmentId, Sequence};
 use crate::index::{Index, OpenSlot};
@@ -229,7 +229,26 @@ pub fn checkpoint_bytes(
     let mut ledgers: Vec<_> = index.ledgers().collect();
     ledgers.sort_unstable();
     let ledger_count = u32::try_from(ledgers.len()).expect("ledgers of one shard fit u32");
-    let mut bytes = vec![0u8; to_usize(checkpoint::file_size(ledger_count))];
+    let tombstones: Vec<Tombstone> = index
+        .tombstones()
+        .map(|(ledger, segment_last)| Tombstone {
+            ledger,
+            segment_last,
+        })
+        .collect();
+    let tombstone_count = u32::try_from(tombstones.len()).expect("tombstones fit u32");
+    let size = checkpoint::file_size(ledger_count, tombstone_count);
+    let mut bytes = vec![0u8; to_usize(size)];
+    let tombstone_offset = to_usize(checkpoint::tombstone_table_offset(ledger_count));
+    let tombstone_bytes = tombstones.len() * checkpoint::TOMBSTONE_SIZE;
+    for (tombstone, out) in tombstones.iter().zip(
+        bytes[tombstone_offset..tombstone_offset + tombstone_bytes]
+            .chunks_exact_mut(checkpoint::TOMBSTONE_SIZE),
+    ) {
+        checkpoint::encode_tombstone(out, tombstone);
+    }
+    let checksum_tombstones =
+        crc32c::crc32c(&bytes[tombstone_offset..tombstone_offset + tombstone_bytes]);
     let table = &mut bytes[SECTOR_SIZE..];
     for (ledger, out) in ledgers
         .iter()
@@ -256,6 +275,8 @@ pub fn checkpoint_bytes(
         ledger_count,
         checksum_ledgers,
         generation,
+        tombstone_count,
+        checksum_tombstones,
     };
     checkpoint::encode_header(&mut bytes[..SECTOR_SIZE], &header);
     bytes

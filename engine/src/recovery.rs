@@ -211,8 +211,8 @@ pub(crate) fn recover<D: Disk>(
     };
     let mut first = 0;
     match loaded {
-        CheckpointLoad::Loaded(header, ledgers) => {
-            sealed::ledgers_apply(&mut scan.index, &ledgers);
+        CheckpointLoad::Loaded(header, ledgers, tombstones) => {
+            sealed::ledgers_apply(&mut scan.index, &ledgers, &tombstones);
             resume = Resume {
                 segment: header.resume_segment,
                 sequence_next: header.sequence_next,
@@ -235,6 +235,15 @@ pub(crate) fn recover<D: Disk>(
         }
         CheckpointLoad::Ignored(reason) => report.checkpoint_ignored = Some(reason),
         CheckpointLoad::Absent => {}
+    }
+    if report.checkpoint.is_none() && segments[0] != SegmentId(0) {
+        // Segments were removed (their ledgers deleted): a scan from the first one left
+        // cannot follow the record chain over the gap, and would not know the tombstones.
+        return Err(OpenError::Missing {
+            file: FileId::Segment(segments[0]).to_string(),
+            missing: "a valid checkpoint (earlier segments were removed after their ledgers \
+                      were deleted, so the journal cannot be rebuilt by scanning)",
+        });
     }
     let segments_scanned = &segments[first..];
     let stop = scan_records(&mut window, segments_scanned, size, &mut scan)?;
@@ -422,14 +431,17 @@ fn next_record<D: Disk>(
     };
     // u64::MAX has no successor: accepting it would wrap the expected sequence and blind the
     // corruption probe (found by the recovery_scan fuzzer).
-    if header.sequence.0 == u64::MAX || !semantics_valid(&scan.index, &header, payload) {
+    if header.sequence.0 == u64::MAX {
         return Ok(Err(RecordError::Reserved));
     }
-    if scan.entries_only {
-        if header.kind == RecordKind::Entry {
-            apply(&mut scan.index, &header, payload);
-        }
-    } else {
+    // A deleted ledger's records are part of the chain and nothing else: they are neither
+    // checked against its (forgotten) state nor applied.
+    let deleted = scan.index.is_deleted(header.ledger);
+    if !deleted && !semantics_valid(&scan.index, &header, payload) {
+        return Ok(Err(RecordError::Reserved));
+    }
+    let applied = !deleted && (!scan.entries_only || header.kind == RecordKind::Entry);
+    if applied {
         apply(&mut scan.index, &header, payload);
     }
     scan.segment_sequence_first.get_or_insert(header.sequence);

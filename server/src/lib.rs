@@ -357,7 +357,8 @@ pub fn summary_line(report: &ShardReport) -> String {
          segment_create_failures={} reads_cached={} reads_disk={} read_checksum_failures={} \
          torn_tail_truncations={} segments_sealed={} index_bytes_written={} \
          checkpoints_written={} seal_failures={} index_page_reads={} index_page_hits={} \
-         metadata_calls={} metadata_us_avg={:.1} metadata_us_max={}",
+         metadata_calls={} metadata_us_avg={:.1} metadata_us_max={} ledgers_deleted={} \
+         segments_removed={}",
         report.id,
         report.core,
         stats.connections_accepted,
@@ -402,5 +403,7 @@ pub fn summary_line(report: &ShardReport) -> String {
         journal.metadata_calls,
         average(journal.metadata_us_total, journal.metadata_calls),
         journal.metadata_us_max,
+        journal.ledgers_deleted,
+        journal.segments_removed,
     )
 }

@@ -572,7 +572,11 @@ impl<D: Disk> Journal<D> {
             self.stats.commit_io_us_total += duration_us(submitted_at.elapsed());
         }
         for staged in &commit.records {
+            // A ledger deleted while its records were in flight: they are durable (and
+            // acknowledged as such), but nothing indexes them.
+            let deleted = self.index.is_deleted(staged.ledger);
             match staged.kind {
+                _ if deleted => {}
                 RecordKind::Entry => {
                     let slot_index = Slot::new(staged.location, staged.payload_size);
                     let lac = staged.last_add_confirmed;

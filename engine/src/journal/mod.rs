@@ -300,6 +300,28 @@ impl<D: Disk> Journal<D> {
         Ok(())
     }
 
+    /// Deletes a ledger whose metadata is gone from the metadata store. At once: reads of it
+    /// find no ledger, adds, fences and explicit LACs are refused as fenced, and its bytes stop
+    /// counting as live in its sealed segments. Its tombstone is durable once the next
+    /// checkpoint is (`deletions_pending` turns false); after that, sealed segments left with
+    /// nothing live are removed. Returns false if the ledger was not here.
+    pub fn delete_ledger(&mut self, ledger: LedgerId) -> bool {
+        // No record of the ledger can lie beyond the segment the write head is in.
+        let segment_last = self.commits.write_head().segment;
+        let deleted = self.index.delete(ledger, segment_last);
+        if deleted {
+            self.seal.deleted();
+            self.stats.ledgers_deleted += 1;
+        }
+        deleted
+    }
+
+    /// True while a deletion is not yet durable in a checkpoint.
+    #[must_use]
+    pub fn deletions_pending(&self) -> bool {
+        self.seal.deletions_pending()
+    }
+
     /// True when a record of `payload_size` bytes could be staged now without waiting.
     #[must_use]
     pub fn can_stage(&self, payload_size: usize) -> bool {
@@ -337,6 +359,10 @@ impl<D: Disk> Journal<D> {
         recovery: Option<bool>,
     ) -> Result<bool, AddError> {
         let Some(state) = self.index.ledger(ledger) else {
+            // A deleted ledger is closed for good: its writer, if any is left, is told so.
+            if self.index.is_deleted(ledger) {
+                return Err(AddError::Fenced);
+            }
             return Ok(true);
         };
         if state.master_key != *master_key {

@@ -1,22 +1,25 @@
 //! Sealing: once the write head has left a segment and its last commit is durable, write the
-//! segment's index file, make it durable, drop the segment's entry arrays from memory, and
-//! write a new checkpoint that says restart need not scan it.
+//! segment's index file, make it durable, drop the segment's entries from memory, and write a
+//! new checkpoint that says restart need not scan it. Deleted ledgers also need a checkpoint
+//! (their tombstones), and once it is durable, sealed segments left with nothing live are
+//! removed.
 //!
-//! A job goes IndexWrite -> IndexSync -> (publish, `Index::seal`) -> CheckpointWrite ->
-//! CheckpointSync -> (publish) -> done, one chunk of `SEAL_CHUNK_SIZE` in flight at a time,
-//! and only while a commit slot is free (like zero-ahead), so sealing never queues ahead of a
-//! commit that could go. Jobs run in segment order, so the checkpoint only moves forward.
+//! A sealing job goes IndexWrite -> IndexSync -> (publish, `Index::seal`) -> CheckpointStart
+//! -> CheckpointWrite -> CheckpointSync -> (publish) -> done; a checkpoint-only job (after
+//! deletions) starts at CheckpointStart. One chunk of `SEAL_CHUNK_SIZE` is in flight at a
+//! time, and only while a commit slot is free (like zero-ahead), so sealing never queues ahead
+//! of a commit that could go. Jobs run in segment order, so the checkpoint only moves forward.
 //!
 //! A failure (disk full, I/O error) abandons the job's current file and retries the job after
-//! `SEAL_RETRY_INTERVAL_SUBMITS` submits: the segment is already durable, so nothing is lost;
-//! its entries keep their memory and the previous checkpoint stays in force meanwhile.
+//! `SEAL_RETRY_INTERVAL_SUBMITS` submits or on `retry_now`: the segment is already durable,
+//! so nothing is lost; its entries keep their memory and the previous checkpoint stays in
+//! force meanwhile.
 
 use super::{Journal, TOKEN_SEAL};
 use crate::checkpoint::Resume;
 use crate::constants::SEAL_CHUNK_SIZE;
 use crate::disk::{BufferId, Disk, DiskOp, WriteSync};
-use crate::ids::FileId;
-use crate::ids::Sequence;
+use crate::ids::{FileId, Sequence};
 use crate::index::SealedSegment;
 use crate::index_build::{self, IndexWriter, SegmentSpan};
 use crate::stdx::to_u64;
@@ -31,26 +34,39 @@ enum Phase {
     IndexWrite(IndexWriter),
     /// Its fdatasync.
     IndexSync(IndexWriter),
-    /// Writing the checkpoint (its whole content), `written` bytes done.
-    CheckpointWrite { bytes: Vec<u8>, written: usize },
-    /// Its fdatasync.
-    CheckpointSync,
-    /// The index is durable; the checkpoint is to be (re)built and written.
+    /// The checkpoint is to be (re)built and written; for a sealing job the index is durable.
     CheckpointStart,
+    /// Writing the checkpoint (its whole content), `written` bytes done.
+    CheckpointWrite {
+        bytes: Vec<u8>,
+        written: usize,
+        deletions: u64,
+    },
+    /// Its fdatasync.
+    CheckpointSync { deletions: u64 },
 }
 
 /// The sealing state machine. See the module docs.
 #[derive(Debug)]
 pub(super) struct Seal {
-    /// Segments waiting, oldest first; the front one is being sealed when `phase` is set.
+    /// Segments waiting, oldest first; the front one is being sealed when `phase` is set and
+    /// `sealing` is true.
     queue: VecDeque<SegmentSpan>,
     phase: Option<Phase>,
+    /// True when the running job seals the queue's front (false: a checkpoint-only job).
+    sealing: bool,
     in_flight: bool,
     /// Bytes of the write in flight: a short write fails the file.
     in_flight_length: usize,
     resume: Resume,
     submits_since_failure: u32,
     failed: bool,
+    /// Ledgers deleted since open, and how many of those a durable checkpoint holds.
+    deletions: u64,
+    deletions_durable: u64,
+    /// Set when sealed segments may have become dead (deletions made durable, or open);
+    /// cleared once none is left.
+    removal_check: bool,
     /// `SEAL_CHUNK_SIZE` bytes for the chunk in flight.
     buffer: BufferId,
 }
@@ -60,11 +76,15 @@ impl Seal {
         Seal {
             queue: queue.into_iter().collect(),
             phase: None,
+            sealing: false,
             in_flight: false,
             in_flight_length: 0,
             resume,
             submits_since_failure: 0,
             failed: false,
+            deletions: 0,
+            deletions_durable: 0,
+            removal_check: true,
             buffer,
         }
     }
@@ -78,14 +98,31 @@ impl Seal {
         self.queue.push_back(span);
     }
 
+    /// A ledger was deleted: the next checkpoint must carry its tombstone.
+    pub(super) fn deleted(&mut self) {
+        self.deletions += 1;
+    }
+
+    /// True while a deletion is not yet in a durable checkpoint.
+    pub(super) fn deletions_pending(&self) -> bool {
+        self.deletions_durable < self.deletions
+    }
+
     /// Segments queued or being sealed.
     pub(super) fn pending(&self) -> usize {
         self.queue.len()
     }
 
+    /// Where the checkpoint on disk says recovery resumes.
+    pub(super) fn resume(&self) -> Resume {
+        self.resume
+    }
+
     /// True when nothing is in flight and nothing is to be done before a retry.
     pub(super) fn is_idle(&self) -> bool {
-        !self.in_flight && (self.failed || self.queue.is_empty())
+        !self.in_flight
+            && (self.failed
+                || (self.queue.is_empty() && !self.deletions_pending() && !self.removal_check))
     }
 
     /// Makes the next `seal_drive` retry a failed job now (the server's clock calls this, so
@@ -100,11 +137,20 @@ impl Seal {
     fn front(&self) -> Option<SegmentSpan> {
         self.queue.front().copied()
     }
+
+    /// The span of the running sealing job (`None` for a checkpoint-only job).
+    fn job_span(&self) -> Option<SegmentSpan> {
+        if self.sealing {
+            self.front()
+        } else {
+            None
+        }
+    }
 }
 
 impl<D: Disk> Journal<D> {
-    /// Starts or continues sealing; called from `submit` while a commit slot is free. A job
-    /// starts only once no commit of its segment is staging or in flight.
+    /// Starts or continues sealing; called from `submit` while a commit slot is free. A
+    /// sealing job starts only once no commit of its segment is staging or in flight.
     pub(super) fn seal_drive(&mut self) {
         let seal = &mut self.seal;
         if seal.in_flight {
@@ -117,65 +163,42 @@ impl<D: Disk> Journal<D> {
             }
             seal.failed = false;
         }
-        if seal.phase.is_none() {
-            let Some(span) = seal.front() else { return };
-            if self.commits.holds_segment(span.segment) {
-                return;
-            }
-            let writer = IndexWriter::new(span, index_build::runs_of(&self.index, span.segment));
-            let file = FileId::Index(span.segment);
-            let size = writer.file_size();
-            let disk = &mut self.disk;
-            if self
-                .stats
-                .metadata_timed(|| disk.file_create(file, size))
-                .is_err()
-            {
-                self.seal_failed();
-                return;
-            }
-            self.seal.phase = Some(Phase::IndexWrite(writer));
+        if self.seal.phase.is_none() && !self.seal_start() {
+            return;
         }
-        let span = self.seal.front().expect("a job runs");
         if matches!(self.seal.phase, Some(Phase::CheckpointStart)) {
-            self.seal.phase = self.checkpoint_start(span);
+            self.seal.phase = self.checkpoint_start();
             if self.seal.failed {
                 return;
             }
         }
         let buffer = self.seal.buffer;
         let token = TOKEN_SEAL;
-        let submitted = match self.seal.phase.as_mut().expect("set above") {
+        let index_file = self.seal.job_span().map(|span| FileId::Index(span.segment));
+        let submitted = match self.seal.phase.as_mut().expect("a job runs") {
             Phase::IndexWrite(writer) => {
                 let position = writer.produced();
                 let out = self.disk.buffer_mut(buffer);
                 let length = writer.fill(&self.index, &mut out[..SEAL_CHUNK_SIZE]);
-                let file = FileId::Index(span.segment);
+                let file = index_file.expect("an index job seals a segment");
                 self.disk
                     .submit_write(token, file, position, buffer, length, WriteSync::None)
                     .map(|()| Some(length))
             }
-            Phase::IndexSync(_) => self
-                .disk
-                .submit_sync(token, FileId::Index(span.segment))
-                .map(|()| None),
-            Phase::CheckpointWrite { bytes, written } => {
+            Phase::IndexSync(_) => {
+                let file = index_file.expect("an index job seals a segment");
+                self.disk.submit_sync(token, file).map(|()| None)
+            }
+            Phase::CheckpointWrite { bytes, written, .. } => {
                 let length = (bytes.len() - *written).min(SEAL_CHUNK_SIZE);
                 let out = self.disk.buffer_mut(buffer);
                 out[..length].copy_from_slice(&bytes[*written..*written + length]);
-                let position = to_u64(*written);
+                let (file, position) = (FileId::Checkpoint, to_u64(*written));
                 self.disk
-                    .submit_write(
-                        token,
-                        FileId::Checkpoint,
-                        position,
-                        buffer,
-                        length,
-                        WriteSync::None,
-                    )
+                    .submit_write(token, file, position, buffer, length, WriteSync::None)
                     .map(|()| Some(length))
             }
-            Phase::CheckpointSync => self
+            Phase::CheckpointSync { .. } => self
                 .disk
                 .submit_sync(token, FileId::Checkpoint)
                 .map(|()| None),
@@ -192,6 +215,70 @@ impl<D: Disk> Journal<D> {
         }
     }
 
+    /// Starts the next job: seal the queue's front once its commits are all durable, or write
+    /// a checkpoint for deletions; with neither, remove one dead segment. Returns whether a
+    /// job runs.
+    fn seal_start(&mut self) -> bool {
+        if let Some(span) = self.seal.front() {
+            if !self.commits.holds_segment(span.segment) {
+                let writer =
+                    IndexWriter::new(span, index_build::runs_of(&self.index, span.segment));
+                let (file, size) = (FileId::Index(span.segment), writer.file_size());
+                let disk = &mut self.disk;
+                if self
+                    .stats
+                    .metadata_timed(|| disk.file_create(file, size))
+                    .is_err()
+                {
+                    self.seal_failed();
+                    return false;
+                }
+                self.seal.sealing = true;
+                self.seal.phase = Some(Phase::IndexWrite(writer));
+                return true;
+            }
+        }
+        if self.seal.deletions_pending() {
+            self.seal.sealing = false;
+            self.seal.phase = Some(Phase::CheckpointStart);
+            return true;
+        }
+        self.segment_dead_remove();
+        false
+    }
+
+    /// Removes one sealed segment that holds nothing live, once every deletion is in a
+    /// durable checkpoint (so a crash cannot bring back a ledger whose data is gone): its
+    /// index first, then the segment, so an index never outlives its segment.
+    fn segment_dead_remove(&mut self) {
+        if self.seal.deletions_pending() || !self.seal.removal_check {
+            return;
+        }
+        let resume = self.seal.resume();
+        let Some(&segment) = self.index.sealed_segments_dead(resume.segment).first() else {
+            self.seal.removal_check = false;
+            return;
+        };
+        let disk = &mut self.disk;
+        let removed = self.stats.metadata_timed(|| {
+            disk.file_remove(FileId::Index(segment))
+                .and_then(|()| disk.file_remove(FileId::Segment(segment)))
+        });
+        if removed.is_err() {
+            self.seal_failed();
+            return;
+        }
+        self.index.sealed_segment_remove(segment);
+        self.stats.segments_removed += 1;
+        self.stats.segment_bytes_removed += self.config.segment_size;
+        let oldest = self
+            .index
+            .sealed_segments()
+            .next()
+            .map_or(resume.segment, |first| first.min(resume.segment));
+        self.index.tombstones_expire(oldest);
+    }
+
     /// A write or sync of the running job completed with `result`.
     pub(super) fn seal_on_complete(&mut self, op: DiskOp, result: i32) {
         assert!(self.seal.in_flight);
@@ -202,7 +289,7 @@ impl<D: Disk> Journal<D> {
             self.seal_failed();
             return;
         }
-        let span = self.seal.front().expect("a job runs");
+        let span = self.seal.job_span();
         let phase = self.seal.phase.take().expect("a job runs");
         self.seal.phase = match (phase, op) {
             (Phase::IndexWrite(writer), DiskOp::Write) if writer.is_done() => {
@@ -210,8 +297,9 @@ impl<D: Disk> Journal<D> {
             }
             (phase @ Phase::IndexWrite(_), DiskOp::Write) => Some(phase),
             (Phase::IndexSync(writer), DiskOp::Sync) => {
+                let segment = span.expect("an index job seals a segment").segment;
                 let disk = &mut self.disk;
-                let file = FileId::Index(span.segment);
+                let file = FileId::Index(segment);
                 if self
                     .stats
                     .metadata_timed(|| disk.file_publish(file))
@@ -225,21 +313,33 @@ impl<D: Disk> Journal<D> {
                 let table = SealedSegment {
                     slot_table_offset,
                     slot_count,
+                    bytes_live: 0,
                 };
-                self.index.seal(span.segment, table, writer.runs());
+                self.index.seal(segment, table, writer.runs());
                 self.stats.segments_sealed += 1;
                 self.stats.index_bytes_written += writer.file_size();
-                self.checkpoint_start(span)
+                Some(Phase::CheckpointStart)
             }
-            (Phase::CheckpointWrite { bytes, written }, DiskOp::Write) => {
+            (
+                Phase::CheckpointWrite {
+                    bytes,
+                    written,
+                    deletions,
+                },
+                DiskOp::Write,
+            ) => {
                 let written = written + usize::try_from(result).expect("non-negative");
                 if written >= bytes.len() {
-                    Some(Phase::CheckpointSync)
+                    Some(Phase::CheckpointSync { deletions })
                 } else {
-                    Some(Phase::CheckpointWrite { bytes, written })
+                    Some(Phase::CheckpointWrite {
+                        bytes,
+                        written,
+                        deletions,
+                    })
                 }
             }
-            (Phase::CheckpointSync, DiskOp::Sync) => {
+            (Phase::CheckpointSync { deletions }, DiskOp::Sync) => {
                 let disk = &mut self.disk;
                 if self
                     .stats
@@ -251,26 +351,34 @@ impl<D: Disk> Journal<D> {
                     return;
                 }
                 self.seal.resume = self.seal_resume_after(span);
+                self.seal.deletions_durable = self.seal.deletions_durable.max(deletions);
+                self.seal.removal_check = true;
                 self.stats.checkpoints_written += 1;
-                self.seal.queue.pop_front();
+                if self.seal.sealing {
+                    self.seal.queue.pop_front();
+                    self.seal.sealing = false;
+                }
                 None
             }
             (_, op) => unreachable!("seal got an unexpected {op:?} completion"),
         };
     }
 
-    /// The checkpoint that covers `span` (and everything the last one covered).
-    fn seal_resume_after(&self, span: SegmentSpan) -> Resume {
+    /// The checkpoint that covers `span` if given (and everything the last one covered).
+    fn seal_resume_after(&self, span: Option<SegmentSpan>) -> Resume {
         let resume = self.seal.resume;
-        let next = span.segment.next();
-        let (segment, sequence_next, checksum_previous) = if next > resume.segment {
-            (next, Sequence(span.sequence_last.0 + 1), span.checksum_last)
-        } else {
-            (
+        let advance = span.filter(|span| span.segment.next() > resume.segment);
+        let (segment, sequence_next, checksum_previous) = match advance {
+            Some(span) => (
+                span.segment.next(),
+                Sequence(span.sequence_last.0 + 1),
+                span.checksum_last,
+            ),
+            None => (
                 resume.segment,
                 resume.sequence_next,
                 resume.checksum_previous,
-            )
+            ),
         };
         Resume {
             segment,
@@ -280,9 +388,10 @@ impl<D: Disk> Journal<D> {
         }
     }
 
-    /// Builds the checkpoint covering `span` and creates its temporary file.
-    fn checkpoint_start(&mut self, span: SegmentSpan) -> Option<Phase> {
-        let resume = self.seal_resume_after(span);
+    /// Builds the checkpoint for the running job and creates its temporary file.
+    fn checkpoint_start(&mut self) -> Option<Phase> {
+        let resume = self.seal_resume_after(self.seal.job_span());
+        let deletions = self.seal.deletions;
         let bytes = index_build::checkpoint_bytes(
             &self.index,
             resume.segment,
@@ -299,7 +408,11 @@ impl<D: Disk> Journal<D> {
             self.seal_failed();
             return Some(Phase::CheckpointStart);
         }
-        Some(Phase::CheckpointWrite { bytes, written: 0 })
+        Some(Phase::CheckpointWrite {
+            bytes,
+            written: 0,
+            deletions,
+        })
     }
 
     /// Abandons the file being written; the job retries later from its index (if the index
@@ -307,9 +420,16 @@ impl<D: Disk> Journal<D> {
     fn seal_failed(&mut self) {
         let index_durable = matches!(
             self.seal.phase,
-            Some(Phase::CheckpointStart | Phase::CheckpointWrite { .. } | Phase::CheckpointSync)
+            Some(
+                Phase::CheckpointStart
+                    | Phase::CheckpointWrite { .. }
+                    | Phase::CheckpointSync { .. }
+            )
         );
         self.seal.phase = index_durable.then_some(Phase::CheckpointStart);
+        if !index_durable {
+            self.seal.sealing = false;
+        }
         self.seal.failed = true;
         self.seal.submits_since_failure = 0;
         self.stats.seal_failures += 1;

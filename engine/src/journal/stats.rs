@@ -51,6 +51,11 @@ pub struct Stats {
     pub index_page_reads: u64,
     /// Index pages found in the cache.
     pub index_page_hits: u64,
+    /// Ledgers deleted after open.
+    pub ledgers_deleted: u64,
+    /// Sealed segments removed because nothing in them was live, and their bytes.
+    pub segments_removed: u64,
+    pub segment_bytes_removed: u64,
     /// File creations (with their fallocate) and publications (rename and directory fsync)
     /// of segments, indexes and checkpoints: the calls that block the shard's thread.
     pub metadata_calls: u64,

@@ -3,7 +3,7 @@
 //! corrupt. A file of a format version this build does not know refuses the open.
 
 use super::{io_error, next_record, Scan, Window};
-use crate::checkpoint::{self, CheckpointHeader, LedgerState};
+use crate::checkpoint::{self, CheckpointHeader, LedgerState, Tombstone};
 use crate::config::Config;
 use crate::constants::{RECORD_HEADER_SIZE, RECOVERY_CHUNK_SIZE, SECTOR_SIZE, SEGMENT_HEADER_SIZE};
 use crate::disk::Disk;
@@ -23,8 +23,8 @@ pub(super) enum CheckpointLoad {
     Absent,
     /// A checkpoint that does not verify, and why: every segment is scanned.
     Ignored(String),
-    /// The checkpoint and its ledgers.
-    Loaded(CheckpointHeader, Vec<LedgerState>),
+    /// The checkpoint, its ledgers and its tombstones.
+    Loaded(CheckpointHeader, Vec<LedgerState>, Vec<Tombstone>),
 }
 
 /// Reads `size` bytes of `file` from its start through the recovery buffer.
@@ -78,10 +78,15 @@ pub(super) fn checkpoint_load<D: Disk>(
     let bytes = read_file(window, file, size)?;
     let decoded = checkpoint::decode_header(&bytes[..SECTOR_SIZE], size).and_then(|header| {
         let table = &bytes[to_usize(checkpoint::LEDGER_TABLE_OFFSET)..];
-        checkpoint::decode_ledgers(table, &header).map(|ledgers| (header, ledgers))
+        let ledgers = checkpoint::decode_ledgers(table, &header)?;
+        let offset = checkpoint::tombstone_table_offset(header.ledger_count);
+        let tombstones = checkpoint::decode_tombstones(&bytes[to_usize(offset)..], &header)?;
+        Ok((header, ledgers, tombstones))
     });
     match decoded {
-        Ok((header, ledgers)) => Ok(CheckpointLoad::Loaded(header, ledgers)),
+        Ok((header, ledgers, tombstones)) => {
+            Ok(CheckpointLoad::Loaded(header, ledgers, tombstones))
+        }
         Err(error) => match version_refused(file, error) {
             Some(refused) => Err(refused),
             None => Ok(CheckpointLoad::Ignored(format!("{file}: {error}"))),
@@ -89,8 +94,11 @@ pub(super) fn checkpoint_load<D: Disk>(
     }
 }
 
-/// Puts the checkpoint's ledgers into the index.
-pub(super) fn ledgers_apply(index: &mut Index, ledgers: &[LedgerState]) {
+/// Puts the checkpoint's ledgers and tombstones into the index.
+pub(super) fn ledgers_apply(index: &mut Index, ledgers: &[LedgerState], tombstones: &[Tombstone]) {
+    for tombstone in tombstones {
+        index.tombstone_insert(tombstone.ledger, tombstone.segment_last);
+    }
     for state in ledgers {
         index.create(state.ledger, state.master_key);
         let ledger = index.ledger_mut(state.ledger).expect("created");
@@ -172,6 +180,7 @@ fn index_load<D: Disk>(
     let table = SealedSegment {
         slot_table_offset: table_offset,
         slot_count: header.slot_count,
+        bytes_live: 0,
     };
     Ok(Ok((table, runs)))
 }
@@ -228,6 +237,7 @@ fn rebuild<D: Disk>(
     let table = SealedSegment {
         slot_table_offset,
         slot_count,
+        bytes_live: 0,
     };
     index.seal(segment, table, writer.runs());
     scan.index = index;

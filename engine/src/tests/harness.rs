@@ -56,9 +56,23 @@ pub struct Model {
     pub acked: BTreeMap<(i64, i64), Vec<u8>>,
     pub pending: BTreeMap<u64, (i64, i64, Vec<u8>)>,
     pub failed: u64,
+    /// Deleted ledgers, with their acknowledged entries at deletion: after a crash a ledger
+    /// whose deletion was not yet durable may come back, but only with exactly these.
+    pub deleted: BTreeMap<i64, BTreeMap<i64, Vec<u8>>>,
 }
 
 impl Model {
+    /// The journal deleted `ledger`: its acknowledged entries move out of `acked`.
+    pub fn delete(&mut self, ledger: i64) {
+        let entries: BTreeMap<i64, Vec<u8>> = self
+            .acked
+            .range((ledger, i64::MIN)..=(ledger, i64::MAX))
+            .map(|(&(_, entry), body)| (entry, body.clone()))
+            .collect();
+        self.acked.retain(|&(owner, _), _| owner != ledger);
+        self.deleted.insert(ledger, entries);
+    }
+
     pub fn apply(&mut self, events: &[Event]) {
         for event in events {
             match *event {
@@ -67,7 +81,14 @@ impl Model {
                     if token >= 10_000 => {}
                 Event::Durable { token } | Event::Written { token } => {
                     let (ledger, entry, body) = self.pending.remove(&token).expect("known token");
-                    self.acked.insert((ledger, entry), body);
+                    match self.deleted.get_mut(&ledger) {
+                        Some(entries) => {
+                            entries.insert(entry, body);
+                        }
+                        None => {
+                            self.acked.insert((ledger, entry), body);
+                        }
+                    }
                 }
                 Event::Failed { token } => {
                     self.pending.remove(&token).expect("known token");
@@ -102,12 +123,23 @@ pub fn add(
     result.is_ok()
 }
 
-/// Reads every acked entry back and compares bytes; reads of disk go through `drive`.
+/// Reads every acked entry back and compares bytes; reads of disk go through `drive`. A
+/// deleted ledger is absent, or (its deletion not durable before a crash) back with exactly
+/// the entries it had: never other data.
 pub fn verify_all<D: Disk>(journal: &mut Journal<D>, model: &Model) {
     for (&(ledger, entry), expected) in &model.acked {
         let got = read_entry(journal, ledger, entry)
             .unwrap_or_else(|error| panic!("acked entry {ledger}/{entry} unreadable: {error:?}"));
         assert_eq!(&got, expected, "entry {ledger}/{entry} differs");
+    }
+    for (&ledger, entries) in &model.deleted {
+        for (&entry, expected) in entries {
+            match read_entry(journal, ledger, entry) {
+                Err(crate::ReadError::NoLedger) => break,
+                Ok(got) => assert_eq!(&got, expected, "deleted {ledger}/{entry} differs"),
+                Err(error) => panic!("deleted ledger {ledger} entry {entry}: {error:?}"),
+            }
+        }
     }
 }
 

@@ -356,10 +356,12 @@ fn checkpoint_round_trips_and_rejects_damage() {
         ledger_count: 2,
         checksum_ledgers: crc32c::crc32c(&table),
         generation: 3,
+        tombstone_count: 0,
+        checksum_tombstones: crc32c::crc32c(&[]),
     };
     let mut sector = vec![0u8; 4096];
     checkpoint::encode_header(&mut sector, &header);
-    let size = checkpoint::file_size(2);
+    let size = checkpoint::file_size(2, 0);
     assert_eq!(checkpoint::decode_header(&sector, size), Ok(header));
     assert_eq!(
         checkpoint::decode_ledgers(&table, &header),

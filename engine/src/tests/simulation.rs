@@ -21,6 +21,10 @@ struct Coverage {
     /// Opens that resumed from a checkpoint.
     opens_from_checkpoint: u64,
     seal_failures: u64,
+    ledgers_deleted: u64,
+    segments_removed: u64,
+    /// Opens after a crash that had a deletion not yet durable.
+    crashes_with_deletions_pending: u64,
 }
 
 /// Runs one seed; returns what it exercised.
@@ -40,12 +44,28 @@ fn run_seed(seed: u64) -> Coverage {
     let mut model = Model::default();
     let mut token = 0u64;
     let mut entry_next = [0i64; 4];
+    // The ledger id of each of the 4 slots; a deleted ledger's slot moves to a new id.
+    let mut ledger_ids = [0i64, 1, 2, 3];
+    let mut ledger_id_next = 1000i64;
+    // Ledgers whose deletion a durable checkpoint held at the last crash.
+    let mut deleted_durable: Vec<i64> = Vec::new();
     let mut coverage = Coverage::default();
     for round in 0..1 + rng.below(6) {
         let mut journal = Journal::open(disk, config.clone())
             .unwrap_or_else(|error| panic!("round {round}: open failed: {error}"));
         coverage.opens_from_checkpoint += u64::from(journal.open_report().checkpoint.is_some());
+        for ledger in &deleted_durable {
+            assert!(
+                journal.ledger(LedgerId(*ledger)).is_none(),
+                "round {round}: ledger {ledger} came back after its deletion was durable"
+            );
+        }
         verify_all(&mut journal, &model);
+        // A deletion lost with the crash is done again, as the collector would.
+        let deleted: Vec<i64> = model.deleted.keys().copied().collect();
+        for ledger in deleted {
+            journal.delete_ledger(LedgerId(ledger));
+        }
         model.pending.clear();
         // Faults for this round: most rounds clean, some with I/O errors.
         journal.disk_mut().faults = SimFaults {
@@ -56,16 +76,41 @@ fn run_seed(seed: u64) -> Coverage {
         };
         for _ in 0..rng.below(60) {
             for _ in 0..rng.below(6) {
-                let ledger = crate::stdx::to_usize(rng.below(4));
+                let slot = crate::stdx::to_usize(rng.below(4));
                 let size = crate::stdx::to_usize(rng.below(2000));
-                let entry = entry_next[ledger];
-                if add(&mut journal, &mut model, token, ledger as i64, entry, size) {
-                    entry_next[ledger] += 1;
+                let entry = entry_next[slot];
+                if add(
+                    &mut journal,
+                    &mut model,
+                    token,
+                    ledger_ids[slot],
+                    entry,
+                    size,
+                ) {
+                    entry_next[slot] += 1;
                 }
                 token += 1;
             }
             if rng.below(20) == 0 {
                 let _ = journal.fence(10_000_000 + token, LedgerId(50 + token as i64), &KEY);
+            }
+            // Deletions: now and then one ledger, sometimes all four (which leaves older
+            // segments with nothing live, so they are removed).
+            if rng.below(40) == 0 {
+                let slots: Vec<usize> = if rng.below(3) == 0 {
+                    (0..4).collect()
+                } else {
+                    vec![crate::stdx::to_usize(rng.below(4))]
+                };
+                for slot in slots {
+                    let ledger = ledger_ids[slot];
+                    if journal.delete_ledger(LedgerId(ledger)) {
+                        model.delete(ledger);
+                    }
+                    ledger_ids[slot] = ledger_id_next;
+                    ledger_id_next += 1;
+                    entry_next[slot] = 0;
+                }
             }
             journal.submit();
             journal.poll();
@@ -79,6 +124,12 @@ fn run_seed(seed: u64) -> Coverage {
         coverage.segments_sealed += stats.segments_sealed;
         coverage.seal_failures += stats.seal_failures;
         coverage.crashes_while_sealing += u64::from(journal.segments_unsealed() > 0);
+        coverage.ledgers_deleted += stats.ledgers_deleted;
+        coverage.segments_removed += stats.segments_removed;
+        coverage.crashes_with_deletions_pending += u64::from(journal.deletions_pending());
+        if !journal.deletions_pending() {
+            deleted_durable = model.deleted.keys().copied().collect();
+        }
         disk = journal.into_disk().crash();
         // Entries never acknowledged may or may not survive; later adds must not collide.
         for next in &mut entry_next {
@@ -111,6 +162,9 @@ fn simulation() {
                 total.crashes_while_sealing += coverage.crashes_while_sealing;
                 total.opens_from_checkpoint += coverage.opens_from_checkpoint;
                 total.seal_failures += coverage.seal_failures;
+                total.ledgers_deleted += coverage.ledgers_deleted;
+                total.segments_removed += coverage.segments_removed;
+                total.crashes_with_deletions_pending += coverage.crashes_with_deletions_pending;
             }
             Err(_) => {
                 println!("seed {seed} FAILED; reproduce: make sim SEED={seed}");
@@ -131,5 +185,10 @@ fn simulation() {
         assert!(total.segments_sealed > 0, "no seed sealed a segment");
         assert!(total.crashes_while_sealing > 0, "no crash while sealing");
         assert!(total.opens_from_checkpoint > 0, "no open from a checkpoint");
+        assert!(total.segments_removed > 0, "no segment removed");
+        assert!(
+            total.crashes_with_deletions_pending > 0,
+            "no crash with a deletion pending"
+        );
     }
 }
