@@ -181,7 +181,7 @@ fn read_everything(journal: &mut Journal<SimDisk>) {
     ledgers.sort_unstable();
     for ledger in ledgers {
         let state = journal.ledger(ledger).expect("listed by the index");
-        let entries: Vec<EntryId> = state.entries().collect();
+        let entries: Vec<EntryId> = state.entries_known();
         let explicit_lac = state.explicit_lac.is_some();
         for &entry in &entries {
             read_check(journal, ledger, ReadTarget::Entry(entry));
