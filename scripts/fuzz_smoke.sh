@@ -17,7 +17,7 @@ set -euo pipefail
 seconds=${FUZZ_SECONDS:-60}
 parallel=${FUZZ_JOBS:-$(nproc)}
 timeout_seconds=${FUZZ_TIMEOUT:-10}
-read -r -a targets <<<"${FUZZ_TARGETS:-v2_request v3_request v2_response record_decode recovery_scan}"
+read -r -a targets <<<"${FUZZ_TARGETS:-v2_request v3_request v2_response record_decode recovery_scan sealed_open}"
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 fuzz_dir="$root/fuzz"
@@ -32,12 +32,13 @@ tools_ensure() {
     fi
 }
 
-# recovery_scan runs only safe Rust (SimDisk, recovery, records) and allocates ~21 MiB of
-# buffers per execution: ASan maps them fresh each time, 36 instead of 86 executions/s here.
+# recovery_scan and sealed_open run only safe Rust (SimDisk, recovery, records) and allocate
+# ~21 MiB of buffers per execution: ASan maps them fresh each time, 36 instead of 86
+# executions/s here.
 sanitizer() {
     if [[ -n ${FUZZ_SANITIZER:-} ]]; then
         echo "$FUZZ_SANITIZER"
-    elif [[ $1 == recovery_scan ]]; then
+    elif [[ $1 == recovery_scan || $1 == sealed_open ]]; then
         echo none
     else
         echo address

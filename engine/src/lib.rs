@@ -36,7 +36,7 @@ pub mod uring;
 pub use config::{Config, SyncMode};
 pub use disk::{sim::SimDisk, Disk};
 pub use error::{AddError, OpenError, ReadError};
-pub use ids::{EntryId, LedgerId, Location, Position, SegmentId, Sequence};
+pub use ids::{EntryId, FileId, LedgerId, Location, Position, SegmentId, Sequence};
 pub use journal::{
     AddOptions, CommitInFlight, CommitStage, Event, Journal, ReadOutcome, ReadTarget, Stats,
 };

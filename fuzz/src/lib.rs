@@ -9,10 +9,12 @@
 
 mod record;
 mod recovery;
+mod sealed;
 mod wire_v2;
 mod wire_v3;
 
 pub use record::record_decode;
 pub use recovery::{recovery_reopen, recovery_scan, segment_image, RECOVERY_SEGMENT_SIZE};
+pub use sealed::sealed_open;
 pub use wire_v2::{v2_request, v2_response};
 pub use wire_v3::v3_request;

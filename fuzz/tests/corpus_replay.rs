@@ -10,12 +10,13 @@ use std::path::{Path, PathBuf};
 
 type Target = fn(&[u8]);
 
-const TARGETS: [(&str, Target); 5] = [
+const TARGETS: [(&str, Target); 6] = [
     ("v2_request", ringlog_fuzz::v2_request),
     ("v3_request", ringlog_fuzz::v3_request),
     ("v2_response", ringlog_fuzz::v2_response),
     ("record_decode", ringlog_fuzz::record_decode),
     ("recovery_scan", ringlog_fuzz::recovery_scan),
+    ("sealed_open", ringlog_fuzz::sealed_open),
 ];
 
 /// The committed seeds of `target`, plus the working corpus `scripts/fuzz_smoke.sh` grows in
