@@ -18,7 +18,7 @@ use super::ledger_layout::{
 };
 use super::read_rate::ReadRate;
 use super::session::{bounded, close, connect, deregister_bound, session_ended};
-use super::session::{sleep_unless_stopping, Control};
+use super::session::{sleep_unless_stopping, until_stopping, Control};
 use crate::limits;
 use crate::router::{Mail, SendError, ShardId};
 use std::collections::{BTreeMap, BTreeSet};
@@ -190,7 +190,11 @@ pub(super) async fn collect(control: &Control) {
     let mut warning_last = String::new();
     while sleep_unless_stopping(control, interval).await {
         let started = Instant::now();
-        match round_run(control, &mut client, &mut rate).await {
+        let round = until_stopping(control, round_run(control, &mut client, &mut rate)).await;
+        let Some(round) = round else {
+            break;
+        };
+        match round {
             Ok(outcome) => {
                 warning_last.clear();
                 deletions_send(control, &outcome, started.elapsed());

@@ -656,3 +656,28 @@ async fn both(first: impl Future<Output = ()>, second: impl Future<Output = ()>)
     })
     .await;
 }
+
+/// Runs `work` until it is done (`Some`) or the server begins stopping (`None`, `work`
+/// dropped), looking at the stop flag every `REGISTRATION_POLL_MS`: a request stuck on an
+/// unreachable ZooKeeper must not hold the thread's exit.
+pub(super) async fn until_stopping<T>(
+    control: &Control,
+    work: impl Future<Output = T>,
+) -> Option<T> {
+    let poll = Duration::from_millis(limits::REGISTRATION_POLL_MS);
+    let mut work = std::pin::pin!(work);
+    let mut tick = std::pin::pin!(tokio::time::sleep(poll));
+    std::future::poll_fn(|context| {
+        if let Poll::Ready(value) = work.as_mut().poll(context) {
+            return Poll::Ready(Some(value));
+        }
+        while tick.as_mut().poll(context).is_ready() {
+            if control.stopping() {
+                return Poll::Ready(None);
+            }
+            tick.as_mut().reset(tokio::time::Instant::now() + poll);
+        }
+        Poll::Pending
+    })
+    .await
+}

@@ -598,7 +598,19 @@ fn a_zookeeper_outage_does_not_stop_the_shards() {
     let address = format!("127.0.0.1:{port}");
     let root = root("outage");
     let dir = TestDir::new("registration-outage");
-    let extra = ["--zk-session-timeout-ms", "4000"];
+    // The collector runs too: its rounds fail while ZooKeeper is down, and delete nothing
+    // once it is back (ledger 3 has its metadata).
+    {
+        let zk = Zk::connect(&address);
+        let layout = b"2\norg.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory:1";
+        zk.create(&format!("{root}/LAYOUT"), layout, CreateMode::Persistent);
+        zk.create(
+            &format!("{root}/00/0000/L0003"),
+            b"",
+            CreateMode::Persistent,
+        );
+    }
+    let extra = ["--zk-session-timeout-ms", "4000", "--gc-interval-ms", "200"];
     let server = Server::start(&dir.0, 1, &zk_args(&address, &root, &extra));
     let path = available(&root, &server.address.to_string());
     let zk = Zk::connect(&address);
@@ -636,4 +648,6 @@ fn a_zookeeper_outage_does_not_stop_the_shards() {
     );
     let message = exited.stderr.join("\n");
     assert!(message.contains("cannot deregister"), "{message}");
+    assert!(message.contains("ringlog: gc: "), "{message}");
+    assert_eq!(exited.summary_total("ledgers_deleted"), 0);
 }
