@@ -234,6 +234,15 @@ pub struct ServeArgs {
     /// 1. Needs --zk. 100 to 3600000. Default: 30000.
     #[arg(long, value_name = "MS")]
     pub zk_connect_timeout_ms: Option<u64>,
+    /// Garbage collection (docs/gc.md): every this many milliseconds, delete the local
+    /// ledgers whose metadata is gone from ZooKeeper (BookKeeper's gcWaitTime). 0 turns
+    /// collection off. Needs --zk. 0, or 100 to 604800000. Default: 600000.
+    #[arg(long, value_name = "MS")]
+    pub gc_interval_ms: Option<u64>,
+    /// Metadata reads per second a collection round may make (BookKeeper's
+    /// gcMetadataOpRateLimit). Needs --zk. 1 to 100000. Default: 1000.
+    #[arg(long, value_name = "N")]
+    pub gc_metadata_rate: Option<u32>,
 }
 
 /// The validated server configuration.
@@ -284,6 +293,10 @@ pub struct RegistrationConfig {
     pub session_timeout: Duration,
     /// How long startup retries an unreachable ZooKeeper.
     pub connect_timeout: Duration,
+    /// Time between garbage-collection rounds; `None`: collection is off.
+    pub gc_interval: Option<Duration>,
+    /// Metadata reads per second of a collection round, at least 1.
+    pub gc_metadata_rate: u32,
 }
 
 /// Why the flags and config file do not make a configuration.
@@ -448,6 +461,8 @@ impl ServeArgs {
             advertised_address: self.advertised_address.or(file.advertised_address),
             zk_session_timeout_ms: self.zk_session_timeout_ms.or(file.zk_session_timeout_ms),
             zk_connect_timeout_ms: self.zk_connect_timeout_ms.or(file.zk_connect_timeout_ms),
+            gc_interval_ms: self.gc_interval_ms.or(file.gc_interval_ms),
+            gc_metadata_rate: self.gc_metadata_rate.or(file.gc_metadata_rate),
         }
     }
 
@@ -542,6 +557,8 @@ impl ServeArgs {
                     "zk-connect-timeout-ms",
                     self.zk_connect_timeout_ms.is_some(),
                 ),
+                ("gc-interval-ms", self.gc_interval_ms.is_some()),
+                ("gc-metadata-rate", self.gc_metadata_rate.is_some()),
             ];
             return match options.iter().find(|(_, set)| *set) {
                 Some(&(option, _)) => Err(ConfigError::ZkMissing { option }),
@@ -584,13 +601,41 @@ impl ServeArgs {
                 expected: "100..=3600000",
             });
         }
+        let (gc_interval, gc_metadata_rate) = self.gc()?;
         Ok(Some(RegistrationConfig {
             servers,
             root,
             advertised_address: self.advertised_address,
             session_timeout: Duration::from_millis(session_ms),
             connect_timeout: Duration::from_millis(connect_ms),
+            gc_interval,
+            gc_metadata_rate,
         }))
+    }
+
+    /// The garbage-collection settings, checked: the interval (`None`: off) and the rate.
+    fn gc(&self) -> Result<(Option<Duration>, u32), ConfigError> {
+        let interval_ms = self
+            .gc_interval_ms
+            .unwrap_or(limits::GC_INTERVAL_MS_DEFAULT);
+        let interval = limits::GC_INTERVAL_MS_MIN..=limits::GC_INTERVAL_MS_MAX;
+        if interval_ms != 0 && !interval.contains(&interval_ms) {
+            return Err(ConfigError::OutOfBounds {
+                option: "gc-interval-ms",
+                expected: "0 (off) or 100..=604800000",
+            });
+        }
+        let rate = self
+            .gc_metadata_rate
+            .unwrap_or(limits::GC_METADATA_RATE_DEFAULT);
+        if !(1..=limits::GC_METADATA_RATE_MAX).contains(&rate) {
+            return Err(ConfigError::OutOfBounds {
+                option: "gc-metadata-rate",
+                expected: "1..=100000",
+            });
+        }
+        let interval = (interval_ms != 0).then(|| Duration::from_millis(interval_ms));
+        Ok((interval, rate))
     }
 }
 

@@ -184,6 +184,23 @@ pub const ZK_STALE_REGISTRATION_GRACE_MS: u64 = 2_000;
 /// process exits anyway and the session expires on its own.
 pub const ZK_DEREGISTER_TIMEOUT_MS: u64 = 5_000;
 
+/// Default `--gc-interval-ms`: BookKeeper's `gcWaitTime`, 10 minutes.
+pub const GC_INTERVAL_MS_DEFAULT: u64 = 600_000;
+/// Smallest non-zero `--gc-interval-ms` (0 turns collection off): tests use 500 ms; below
+/// 100 ms a round would mostly re-read ZooKeeper for nothing.
+pub const GC_INTERVAL_MS_MIN: u64 = 100;
+/// Largest `--gc-interval-ms`: one week.
+pub const GC_INTERVAL_MS_MAX: u64 = 7 * 24 * 3600 * 1000;
+/// Default `--gc-metadata-rate`: BookKeeper's `gcMetadataOpRateLimit`, 1000 reads per second.
+pub const GC_METADATA_RATE_DEFAULT: u32 = 1_000;
+/// Largest `--gc-metadata-rate`: a ceiling that still protects a ZooKeeper ensemble.
+pub const GC_METADATA_RATE_MAX: u32 = 100_000;
+/// Ledgers per `Mail::DeleteLedgers`: bounds the work one mail gives a shard's loop turn.
+pub const GC_DELETE_BATCH_LEDGERS_MAX: usize = 4096;
+/// Children of one metadata znode the collector accepts: a hierarchical level has at most
+/// 10,000 (four digits); more means the tree is not what we think, and the round is skipped.
+pub const GC_CHILDREN_MAX: usize = 100_000;
+
 const _: () = assert!(FRAME_SIZE_MAX_MIN <= FRAME_SIZE_MAX_LIMIT);
 const _: () = assert!(RECV_BUFFER_SIZE_INITIAL <= FRAME_SIZE_MAX_MIN as usize);
 // A whole batch response (the limit, or one largest entry past it) fits under the output cap,
@@ -205,6 +222,11 @@ const _: () = assert!(ZK_CONNECT_TIMEOUT_MS_DEFAULT <= ZK_CONNECT_TIMEOUT_MS_MAX
 const _: () = assert!(ZK_RETRY_BACKOFF_MS_INITIAL <= ZK_RETRY_BACKOFF_MS_MAX);
 // A stop is noticed within one poll, well inside the deregistration bound.
 const _: () = assert!(REGISTRATION_POLL_MS < ZK_DEREGISTER_TIMEOUT_MS);
+const _: () = assert!(GC_INTERVAL_MS_MIN <= GC_INTERVAL_MS_DEFAULT);
+const _: () = assert!(GC_INTERVAL_MS_DEFAULT <= GC_INTERVAL_MS_MAX);
+const _: () = assert!(GC_METADATA_RATE_DEFAULT <= GC_METADATA_RATE_MAX);
+// A hierarchical level (four digits) always fits.
+const _: () = assert!(GC_CHILDREN_MAX >= 10_000);
 
 /// Default `--index-cache-mib`: the engine's default index page cache (32 MiB per shard).
 pub const INDEX_CACHE_MIB_DEFAULT: u64 =

@@ -18,12 +18,17 @@
 //!    close the session, before `run` returns.
 
 mod bookie_id;
+mod gc;
+mod ledger_layout;
+mod read_rate;
 mod session;
 mod steps;
 mod znode;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_gc;
 
 pub use bookie_id::BookieIdError;
 pub use znode::{Cookie, CookieError};

@@ -32,6 +32,9 @@ pub enum Mail {
     Requests { from: ShardId, records: Vec<u8> },
     /// Encoded responses to requests this shard forwarded earlier.
     Replies { records: Vec<u8> },
+    /// From the garbage collector (docs/gc.md): ledgers this shard owns whose metadata is
+    /// gone. The shard deletes each from its journal, then `forget`s it here.
+    DeleteLedgers { ledgers: Vec<i64> },
 }
 
 /// What every shard shares: the ownership map, the mailboxes, and the stop protocol.
@@ -116,6 +119,36 @@ impl Router {
             .read()
             .expect("no shard panics while holding the map");
         owners.get(&ledger).copied()
+    }
+
+    /// Every ledger some shard owns, sorted: the garbage collector's snapshot of the local
+    /// ledgers. The map holds every ledger any journal holds, since a shard claims a ledger
+    /// before its journal first creates it (add, fence, explicit LAC) and registers the
+    /// ledgers its journal recovered before it serves.
+    #[must_use]
+    pub fn ledgers_snapshot(&self) -> Vec<i64> {
+        let owners = self
+            .owners
+            .read()
+            .expect("no shard panics while holding the map");
+        let mut ledgers: Vec<i64> = owners.keys().copied().collect();
+        drop(owners);
+        ledgers.sort_unstable();
+        ledgers
+    }
+
+    /// `shard` deleted `ledger`: the map forgets it, if `shard` still owns it. Shards that
+    /// cached the owner keep forwarding to it, where the journal answers for the deleted
+    /// ledger; a shard that did not could create the ledger anew by an add, which the next
+    /// collection round deletes again (its metadata is gone).
+    pub fn forget(&self, ledger: i64, shard: ShardId) {
+        let mut owners = self
+            .owners
+            .write()
+            .expect("no shard panics while holding the map");
+        if owners.get(&ledger) == Some(&shard) {
+            owners.remove(&ledger);
+        }
     }
 
     /// Puts `mail` into `to`'s mailbox without blocking. The caller wakes `to` afterwards

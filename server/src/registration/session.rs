@@ -19,6 +19,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender, TryRecvError};
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 use zookeeper_client::{Acls, Client, CreateMode, Error as ZkError, SessionState};
 
@@ -40,7 +41,7 @@ pub(super) struct Control {
 
 impl Control {
     /// The server is stopping (a signal, a poisoned journal or a failed startup).
-    fn stopping(&self) -> bool {
+    pub(super) fn stopping(&self) -> bool {
         self.shutdown.load(Ordering::SeqCst) || self.router.is_stopping()
     }
 
@@ -50,7 +51,7 @@ impl Control {
     }
 
     /// Each request waits at most a session timeout: longer, and the session is lost anyway.
-    fn request_timeout(&self) -> Duration {
+    pub(super) fn request_timeout(&self) -> Duration {
         self.config.session_timeout
     }
 }
@@ -115,7 +116,12 @@ async fn run(control: Control) {
                 path: control.paths.registration(place, &bookie.id.id),
                 id: bookie.id.id.clone(),
             }));
-            serve(&control, client, bookie).await;
+            // The collector runs beside the registration loop, on this thread.
+            both(
+                serve(&control, client, bookie),
+                super::gc::collect(&control),
+            )
+            .await;
         }
         Ok(None) => {
             control.reply(Reply::Interrupted);
@@ -152,7 +158,7 @@ async fn startup(control: &Control) -> Option<Client> {
 
 /// Opens a session, retrying with backoff for at most --zk-connect-timeout-ms; `Ok(None)`
 /// if the server began stopping first.
-async fn connect(control: &Control) -> Result<Option<Client>, RegistrationError> {
+pub(super) async fn connect(control: &Control) -> Result<Option<Client>, RegistrationError> {
     let servers = &control.config.servers;
     let started = Instant::now();
     let deadline = started + control.config.connect_timeout;
@@ -191,7 +197,7 @@ async fn connect(control: &Control) -> Result<Option<Client>, RegistrationError>
 }
 
 /// Sleeps for `duration` in polls; false if the server began stopping meanwhile.
-async fn sleep_unless_stopping(control: &Control, duration: Duration) -> bool {
+pub(super) async fn sleep_unless_stopping(control: &Control, duration: Duration) -> bool {
     let deadline = Instant::now() + duration;
     loop {
         if control.stopping() {
@@ -546,7 +552,7 @@ async fn serve(control: &Control, mut client: Client, mut bookie: Bookie) {
     deregister(control, client, bookie).await;
 }
 
-fn session_ended(client: &Client) -> bool {
+pub(super) fn session_ended(client: &Client) -> bool {
     matches!(
         client.state(),
         SessionState::Expired | SessionState::Closed | SessionState::AuthFailed
@@ -593,13 +599,13 @@ async fn deregister(control: &Control, client: Client, mut bookie: Bookie) {
     close(client, deadline.saturating_duration_since(Instant::now())).await;
 }
 
-fn deregister_bound() -> Duration {
+pub(super) fn deregister_bound() -> Duration {
     Duration::from_millis(limits::ZK_DEREGISTER_TIMEOUT_MS)
 }
 
 /// Closes the session (ZooKeeper then drops its ephemeral znodes at once) and waits up to
 /// `bound` for the close to complete.
-async fn close(client: Client, bound: Duration) {
+pub(super) async fn close(client: Client, bound: Duration) {
     if session_ended(&client) {
         return;
     }
@@ -620,11 +626,58 @@ async fn close(client: Client, bound: Duration) {
 }
 
 /// `request`, failing with `Timeout` after `timeout`.
-async fn bounded<T>(
+pub(super) async fn bounded<T>(
     timeout: Duration,
     request: impl Future<Output = Result<T, ZkError>>,
 ) -> Result<T, ZkError> {
     tokio::time::timeout(timeout, request)
         .await
         .unwrap_or(Err(ZkError::Timeout))
+}
+
+/// Runs two futures on this thread until both are done (what `tokio::join!` does, without
+/// its macros feature).
+async fn both(first: impl Future<Output = ()>, second: impl Future<Output = ()>) {
+    let mut first = std::pin::pin!(first);
+    let mut second = std::pin::pin!(second);
+    let (mut first_done, mut second_done) = (false, false);
+    std::future::poll_fn(|context| {
+        if !first_done {
+            first_done = first.as_mut().poll(context).is_ready();
+        }
+        if !second_done {
+            second_done = second.as_mut().poll(context).is_ready();
+        }
+        if first_done && second_done {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    })
+    .await;
+}
+
+/// Runs `work` until it is done (`Some`) or the server begins stopping (`None`, `work`
+/// dropped), looking at the stop flag every `REGISTRATION_POLL_MS`: a request stuck on an
+/// unreachable ZooKeeper must not hold the thread's exit.
+pub(super) async fn until_stopping<T>(
+    control: &Control,
+    work: impl Future<Output = T>,
+) -> Option<T> {
+    let poll = Duration::from_millis(limits::REGISTRATION_POLL_MS);
+    let mut work = std::pin::pin!(work);
+    let mut tick = std::pin::pin!(tokio::time::sleep(poll));
+    std::future::poll_fn(|context| {
+        if let Poll::Ready(value) = work.as_mut().poll(context) {
+            return Poll::Ready(Some(value));
+        }
+        while tick.as_mut().poll(context).is_ready() {
+            if control.stopping() {
+                return Poll::Ready(None);
+            }
+            tick.as_mut().reset(tokio::time::Instant::now() + poll);
+        }
+        Poll::Pending
+    })
+    .await
 }

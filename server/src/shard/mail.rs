@@ -21,7 +21,19 @@ impl Shard {
                     self.peers[usize::from(from)].inbox.push_back(records);
                 }
                 Mail::Replies { records } => self.replies_deliver(&records),
+                Mail::DeleteLedgers { ledgers } => self.ledgers_delete(&ledgers),
             }
+        }
+    }
+
+    /// Deletes ledgers whose metadata is gone (the collector's mail): the journal refuses
+    /// them from now on, and the router forgets them so the map does not grow for ever.
+    fn ledgers_delete(&mut self, ledgers: &[i64]) {
+        assert!(ledgers.len() <= limits::GC_DELETE_BATCH_LEDGERS_MAX);
+        for &ledger in ledgers {
+            // False only if the journal never held it (claimed, then nothing written).
+            let _ = self.bookie.journal.delete_ledger(engine::LedgerId(ledger));
+            self.bookie.router.forget(ledger, self.id);
         }
     }
 

@@ -7,6 +7,7 @@ use server::config::{
 };
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 #[test]
 fn core_lists_parse_lists_and_ranges() {
@@ -154,6 +155,12 @@ fn zookeeper_options_default_and_need_zk() {
     assert_eq!(registration.advertised_address, None);
     assert_eq!(registration.session_timeout.as_millis(), 10_000);
     assert_eq!(registration.connect_timeout.as_millis(), 30_000);
+    // BookKeeper's gcWaitTime and gcMetadataOpRateLimit.
+    assert_eq!(
+        registration.gc_interval,
+        Some(Duration::from_millis(600_000))
+    );
+    assert_eq!(registration.gc_metadata_rate, 1_000);
     // Each ZooKeeper option alone is refused: it would silently do nothing.
     let lonely = [
         ServeArgs {
@@ -172,10 +179,54 @@ fn zookeeper_options_default_and_need_zk() {
             zk_connect_timeout_ms: Some(1000),
             ..ServeArgs::default()
         },
+        ServeArgs {
+            gc_interval_ms: Some(1000),
+            ..ServeArgs::default()
+        },
+        ServeArgs {
+            gc_metadata_rate: Some(10),
+            ..ServeArgs::default()
+        },
     ];
     for args in lonely {
         let error = with(args).resolve(&[0]).unwrap_err().to_string();
         assert!(error.contains("needs --zk"), "{error}");
+    }
+}
+
+#[test]
+fn gc_options_are_checked() {
+    let zk = |args: ServeArgs| ServeArgs {
+        data_dir: Some(DataDirList::Joined("/data".into())),
+        zk: Some("127.0.0.1:2181".into()),
+        ..args
+    };
+    let gc = |interval_ms: Option<u64>, rate: Option<u32>| {
+        zk(ServeArgs {
+            gc_interval_ms: interval_ms,
+            gc_metadata_rate: rate,
+            ..ServeArgs::default()
+        })
+        .resolve(&[0])
+        .map(|config| {
+            let registration = config.registration.unwrap();
+            (registration.gc_interval, registration.gc_metadata_rate)
+        })
+    };
+    // 0 turns collection off; small intervals are for tests.
+    assert_eq!(gc(Some(0), None).unwrap(), (None, 1_000));
+    let small = gc(Some(100), Some(1)).unwrap();
+    assert_eq!(small, (Some(Duration::from_millis(100)), 1));
+    let large = gc(Some(604_800_000), Some(100_000)).unwrap();
+    assert_eq!(large.0, Some(Duration::from_secs(604_800)));
+    for (interval_ms, rate) in [
+        (Some(99), None),
+        (Some(604_800_001), None),
+        (None, Some(0)),
+        (None, Some(100_001)),
+    ] {
+        let error = gc(interval_ms, rate).unwrap_err().to_string();
+        assert!(error.contains("gc-"), "{error}");
     }
 }
 

@@ -14,6 +14,7 @@ mod data_dirs;
 mod disk_full;
 mod durability;
 mod fencing;
+mod gc;
 mod hostile;
 mod hostile_load;
 mod large;

@@ -14,7 +14,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 use wire::code;
-use zookeeper_client::{Acls, Client, CreateMode, Stat};
+use zookeeper_client::{Acl, Acls, AuthId, Client, CreateMode, Permission, Stat};
 
 /// Session timeout of the bookies under test: ZooKeeper (tick 200 ms) expires a killed one
 /// about this long after its last ping.
@@ -26,7 +26,7 @@ const CHANGE_TIMEOUT: Duration = Duration::from_secs(20);
 const TEST_SESSION_TIMEOUT: Duration = Duration::from_secs(4);
 
 /// The ZooKeeper of this test binary; `None` (after printing why) when tests may skip.
-fn zookeeper() -> Option<&'static str> {
+pub(crate) fn zookeeper() -> Option<&'static str> {
     static ADDRESS: OnceLock<Result<String, String>> = OnceLock::new();
     let address = ADDRESS.get_or_init(zookeeper_start);
     match address {
@@ -84,13 +84,13 @@ fn free_port() -> u16 {
 
 /// A blocking ZooKeeper client for the checks. Its runtime has a worker thread, so that
 /// its session keeps pinging (and its ephemeral znodes live) between calls.
-struct Zk {
+pub(crate) struct Zk {
     runtime: tokio::runtime::Runtime,
     client: Client,
 }
 
 impl Zk {
-    fn connect(address: &str) -> Zk {
+    pub(crate) fn connect(address: &str) -> Zk {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_time()
@@ -110,7 +110,7 @@ impl Zk {
     }
 
     /// Creates `path` (and its missing parents, persistent) as `mode`.
-    fn create(&self, path: &str, data: &[u8], mode: CreateMode) {
+    pub(crate) fn create(&self, path: &str, data: &[u8], mode: CreateMode) {
         let parent = &path[..path.rfind('/').unwrap()];
         let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
         self.runtime
@@ -119,6 +119,25 @@ impl Zk {
         let options = mode.with_acls(Acls::anyone_all());
         self.runtime
             .block_on(self.client.create(path, data, &options))
+            .unwrap();
+    }
+
+    /// Takes READ away from everyone on `path`: listing its children fails with NoAuth.
+    pub(crate) fn acl_deny_read(&self, path: &str) {
+        let permission = Permission::WRITE | Permission::CREATE | Permission::DELETE;
+        let acl = [Acl::new(
+            permission | Permission::ADMIN,
+            AuthId::new("world", "anyone"),
+        )];
+        self.runtime
+            .block_on(self.client.set_acl(path, &acl, None))
+            .unwrap();
+    }
+
+    /// Deletes `path` (any version).
+    pub(crate) fn delete(&self, path: &str) {
+        self.runtime
+            .block_on(self.client.delete(path, None))
             .unwrap();
     }
 
@@ -152,11 +171,11 @@ impl Zk {
 }
 
 /// A test's metadata root, unique per test and run.
-fn root(test: &str) -> String {
+pub(crate) fn root(test: &str) -> String {
     format!("/it-{test}-{}", std::process::id())
 }
 
-fn zk_args<'a>(address: &'a str, root: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+pub(crate) fn zk_args<'a>(address: &'a str, root: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec!["--zk", address, "--zk-root", root];
     args.extend_from_slice(extra);
     args
@@ -579,7 +598,19 @@ fn a_zookeeper_outage_does_not_stop_the_shards() {
     let address = format!("127.0.0.1:{port}");
     let root = root("outage");
     let dir = TestDir::new("registration-outage");
-    let extra = ["--zk-session-timeout-ms", "4000"];
+    // The collector runs too: its rounds fail while ZooKeeper is down, and delete nothing
+    // once it is back (ledger 3 has its metadata).
+    {
+        let zk = Zk::connect(&address);
+        let layout = b"2\norg.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory:1";
+        zk.create(&format!("{root}/LAYOUT"), layout, CreateMode::Persistent);
+        zk.create(
+            &format!("{root}/00/0000/L0003"),
+            b"",
+            CreateMode::Persistent,
+        );
+    }
+    let extra = ["--zk-session-timeout-ms", "4000", "--gc-interval-ms", "200"];
     let server = Server::start(&dir.0, 1, &zk_args(&address, &root, &extra));
     let path = available(&root, &server.address.to_string());
     let zk = Zk::connect(&address);
@@ -617,4 +648,6 @@ fn a_zookeeper_outage_does_not_stop_the_shards() {
     );
     let message = exited.stderr.join("\n");
     assert!(message.contains("cannot deregister"), "{message}");
+    assert!(message.contains("ringlog: gc: "), "{message}");
+    assert_eq!(exited.summary_total("ledgers_deleted"), 0);
 }

@@ -39,6 +39,9 @@ abstract class Bookie {
 
     abstract List<String> command() throws IOException;
 
+    /** Where the bookie keeps its ledger data (what garbage collection shrinks). */
+    abstract Path dataDirectory();
+
     /** How long startup may take, including waiting out the registration of a killed run. */
     abstract long startTimeoutMs();
 

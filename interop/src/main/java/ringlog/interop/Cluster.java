@@ -2,6 +2,7 @@ package ringlog.interop;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutorService;
@@ -54,11 +55,25 @@ final class Cluster implements AutoCloseable {
         }
     }
 
+    /**
+     * A scenario's settings: keys starting with "--" are ringlog flags (its `--FLAG VALUE`),
+     * the others Java bookie conf keys; each bookie gets only its own.
+     */
     static Bookie newBookie(Options options, Path dir, EmbeddedZooKeeper zk, String name,
-            Map<String, String> javaSettings) throws Exception {
+            Map<String, String> settings) throws Exception {
+        Map<String, String> javaSettings = new LinkedHashMap<>();
+        List<String> ringlogFlags = new ArrayList<>();
+        settings.forEach((key, value) -> {
+            if (key.startsWith("--")) {
+                ringlogFlags.add(key);
+                ringlogFlags.add(value);
+            } else {
+                javaSettings.put(key, value);
+            }
+        });
         return options.bookie().equals("java")
                 ? new JavaBookie(name, dir, zk, javaSettings)
-                : new RinglogBookie(name, dir, zk, options.ringlogBinary());
+                : new RinglogBookie(name, dir, zk, options.ringlogBinary(), ringlogFlags);
     }
 
     /** A client with the default configuration plus the given changes; closed with the cluster. */

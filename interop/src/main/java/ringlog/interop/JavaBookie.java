@@ -31,6 +31,12 @@ final class JavaBookie extends Bookie {
         this.scenarioSettings = scenarioSettings;
     }
 
+    /** The entry logs and their indexes; the journal directory is apart and is not collected. */
+    @Override
+    Path dataDirectory() {
+        return dir.resolve("ledgers");
+    }
+
     /** Every key this suite sets; everything else is bookkeeper-server's default. */
     Map<String, String> settings() {
         Map<String, String> settings = new LinkedHashMap<>();
@@ -39,7 +45,7 @@ final class JavaBookie extends Bookie {
         settings.put("allowLoopback", "true");
         settings.put("metadataServiceUri", zk.metadataServiceUri());
         settings.put("journalDirectories", dir.resolve("journal").toString());
-        settings.put("ledgerDirectories", dir.resolve("ledgers").toString());
+        settings.put("ledgerDirectories", dataDirectory().toString());
         settings.put("journalSyncData", "true");
         settings.put("httpServerEnabled", "false");
         settings.put("autoRecoveryDaemonEnabled", "false");

@@ -63,6 +63,13 @@ public final class Main {
                 new Scenario("recovery-fencing", 1, 60, Scenarios::recoveryFencing),
                 new Scenario("deferred-sync-force", 1, 120, Scenarios::deferredSync),
                 new Scenario("explicit-lac-long-poll", 1, 60, Scenarios::explicitLacLongPoll),
+                // Collection every second; small segments (ringlog) and entry logs (Java).
+                // The Java bookie's entry logs mix ledgers, so it needs its compaction too.
+                new Scenario("gc-delete-ledgers", 1, 240, Scenarios::gcDeleteLedgers, Map.of(
+                        "--gc-interval-ms", "1000", "--segment-size", "4194304",
+                        "gcWaitTime", "1000", "logSizeLimit", "4194304",
+                        "flushInterval", "1000", "minorCompactionInterval", "2",
+                        "majorCompactionInterval", "4", "compactionRateByEntries", "100000")),
                 new Scenario("bench-writes", 1, options.benchSeconds() + 150,
                         c -> BenchWrites.run(c, options.benchSeconds()),
                         BenchWrites.JAVA_BOOKIE_SETTINGS));

@@ -3,6 +3,7 @@ package ringlog.interop;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 
 /**
@@ -11,10 +12,19 @@ import java.util.List;
  */
 final class RinglogBookie extends Bookie {
     private final Path binary;
+    /** A scenario's extra flags, after the standard ones (a later flag wins). */
+    private final List<String> flags;
 
-    RinglogBookie(String name, Path dir, EmbeddedZooKeeper zk, Path binary) throws IOException {
+    RinglogBookie(String name, Path dir, EmbeddedZooKeeper zk, Path binary, List<String> flags)
+            throws IOException {
         super(name, dir, zk);
         this.binary = binary;
+        this.flags = List.copyOf(flags);
+    }
+
+    @Override
+    Path dataDirectory() {
+        return dir.resolve("data");
     }
 
     @Override
@@ -23,13 +33,15 @@ final class RinglogBookie extends Bookie {
             throw new Check.Failure("no ringlog binary at " + binary
                     + ": run `cargo build --release -p server` or set RINGLOG_BIN / -Dringlog.bin");
         }
-        return List.of(binary.toString(), "serve",
-                "--data-dir", dir.resolve("data").toString(),
+        List<String> command = new ArrayList<>(List.of(binary.toString(), "serve",
+                "--data-dir", dataDirectory().toString(),
                 "--listen", id(),
                 "--shards", "1",
                 "--zk", zk.connectString(),
                 "--zk-root", EmbeddedZooKeeper.LEDGERS_ROOT,
-                "--advertised-address", id());
+                "--advertised-address", id()));
+        command.addAll(flags);
+        return command;
     }
 
     @Override

@@ -1,0 +1,343 @@
+//! The garbage collector (docs/gc.md): every --gc-interval-ms, delete the local ledgers whose
+//! metadata is gone from ZooKeeper, as BookKeeper's ScanAndCompareGarbageCollector does.
+//!
+//! It runs on the registration thread's runtime, beside the registration loop (never on a
+//! shard), with a ZooKeeper session of its own: a round that lists thousands of znodes at
+//! --gc-metadata-rate must not delay a read-only move, and its errors must not touch the
+//! registration's session. A round:
+//! 1. snapshots the local ledgers (the router's owners map) before any metadata read, so a
+//!    ledger created during the listing is not in the snapshot and cannot be collected;
+//! 2. reads ROOT/LAYOUT; under a layout it does not understand, it collects nothing;
+//! 3. walks the hierarchical tree, skipping branches that hold no snapshot ledger; a node
+//!    that does not parse keeps every ledger of its branch;
+//! 4. only if every read succeeded, sends each owner shard a `Mail::DeleteLedgers` of the
+//!    snapshot ledgers the listing lacks. A full mailbox defers them to the next round.
+
+use super::ledger_layout::{
+    branch_ids, child_classify, layout_parse, Branch, Child, LayoutError, Manager, LAYOUT_ZNODE,
+};
+use super::read_rate::ReadRate;
+use super::session::{bounded, close, connect, deregister_bound, session_ended};
+use super::session::{sleep_unless_stopping, until_stopping, Control};
+use crate::limits;
+use crate::router::{Mail, SendError, ShardId};
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+use zookeeper_client::{Client, Error as ZkError};
+
+/// Why a metadata read failed.
+#[derive(Debug)]
+pub(super) enum ReadError {
+    /// ZooKeeper answered with an error (or not within the request timeout).
+    ZooKeeper {
+        operation: &'static str,
+        path: String,
+        error: ZkError,
+    },
+    /// The server began stopping.
+    Stopping,
+}
+
+/// Why a round deleted nothing.
+#[derive(Debug)]
+pub(super) enum RoundError {
+    /// A metadata read failed: the listing is incomplete.
+    Read(ReadError),
+    /// ROOT/LAYOUT does not exist: no BookKeeper metadata to compare with.
+    LayoutMissing { path: String },
+    /// ROOT/LAYOUT names a layout the collector does not walk.
+    Layout { path: String, error: LayoutError },
+    /// A znode has more children than any hierarchical level can.
+    ChildrenTooMany { path: String, count: usize },
+}
+
+impl std::fmt::Display for RoundError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RoundError::Read(ReadError::ZooKeeper {
+                operation,
+                path,
+                error,
+            }) => write!(f, "ZooKeeper {operation} {path} failed: {error}"),
+            RoundError::Read(ReadError::Stopping) => write!(f, "the server is stopping"),
+            RoundError::LayoutMissing { path } => {
+                write!(
+                    f,
+                    "{path} does not exist: no ledger metadata to compare with"
+                )
+            }
+            RoundError::Layout { path, error } => write!(f, "{path}: {error}"),
+            RoundError::ChildrenTooMany { path, count } => write!(
+                f,
+                "{path} has {count} children, more than a hierarchical level holds ({})",
+                limits::GC_CHILDREN_MAX
+            ),
+        }
+    }
+}
+
+impl From<ReadError> for RoundError {
+    fn from(error: ReadError) -> RoundError {
+        RoundError::Read(error)
+    }
+}
+
+/// The metadata store as the round reads it: ZooKeeper in the server, a fake in tests.
+/// `None`: no such znode.
+pub(super) trait Metadata {
+    async fn data(&mut self, path: &str) -> Result<Option<Vec<u8>>, ReadError>;
+    async fn children(&mut self, path: &str) -> Result<Option<Vec<String>>, ReadError>;
+}
+
+/// What a complete round found.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(super) struct RoundOutcome {
+    /// Snapshot ledgers the listing lacks, sorted.
+    pub deletions: Vec<i64>,
+    /// Ledger znodes seen.
+    pub ledgers_listed: u64,
+    /// Znodes inside the tree that did not parse (their branches were kept whole).
+    pub nodes_unparsed: u64,
+}
+
+/// One round's decision. `snapshot` is called before the first metadata read.
+pub(super) async fn round<M: Metadata>(
+    metadata: &mut M,
+    root: &str,
+    snapshot: impl FnOnce() -> Vec<i64>,
+) -> Result<RoundOutcome, RoundError> {
+    // Negative ids have no metadata path: never candidates.
+    let mut candidates: BTreeSet<i64> = snapshot().into_iter().filter(|&l| l >= 0).collect();
+    let layout_path = path_join(root, LAYOUT_ZNODE);
+    let Some(layout) = metadata.data(&layout_path).await? else {
+        return Err(RoundError::LayoutMissing { path: layout_path });
+    };
+    let _manager: Manager = layout_parse(&layout).map_err(|error| RoundError::Layout {
+        path: layout_path,
+        error,
+    })?;
+    let mut outcome = RoundOutcome::default();
+    let mut stack: Vec<(Option<Branch>, String)> = vec![(None, root.to_string())];
+    while let Some((branch, path)) = stack.pop() {
+        if candidates.is_empty() {
+            break;
+        }
+        let Some(children) = metadata.children(&path).await? else {
+            // A branch that vanished while listed: keep its ids this round. The root: none.
+            if let Some(branch) = &branch {
+                candidates_keep(&mut candidates, branch);
+            }
+            continue;
+        };
+        if children.len() > limits::GC_CHILDREN_MAX {
+            return Err(RoundError::ChildrenTooMany {
+                path,
+                count: children.len(),
+            });
+        }
+        for name in children {
+            match child_classify(branch.as_ref(), &name) {
+                Child::Branch(child) => {
+                    // Only branches that may hold a candidate are read.
+                    let (low, high) = branch_ids(&child);
+                    if candidates.range(low..=high).next().is_some() {
+                        stack.push((Some(child), path_join(&path, &name)));
+                    }
+                }
+                Child::Ledger(ledger) => {
+                    outcome.ledgers_listed += 1;
+                    candidates.remove(&ledger);
+                }
+                Child::Ignored => {}
+                Child::Unparsed => {
+                    outcome.nodes_unparsed += 1;
+                    let parent = branch
+                        .as_ref()
+                        .expect("the root's children are never unparsed");
+                    candidates_keep(&mut candidates, parent);
+                }
+            }
+        }
+    }
+    outcome.deletions = candidates.into_iter().collect();
+    Ok(outcome)
+}
+
+/// Removes every candidate `branch` could hold.
+fn candidates_keep(candidates: &mut BTreeSet<i64>, branch: &Branch) {
+    let (low, high) = branch_ids(branch);
+    let kept: Vec<i64> = candidates.range(low..=high).copied().collect();
+    for ledger in kept {
+        candidates.remove(&ledger);
+    }
+}
+
+fn path_join(parent: &str, name: &str) -> String {
+    if parent.ends_with('/') {
+        format!("{parent}{name}")
+    } else {
+        format!("{parent}/{name}")
+    }
+}
+
+/// The collector: rounds every --gc-interval-ms until the server stops.
+pub(super) async fn collect(control: &Control) {
+    let Some(interval) = control.config.gc_interval else {
+        return;
+    };
+    let mut client: Option<Client> = None;
+    let mut rate = ReadRate::new(control.config.gc_metadata_rate);
+    let mut warning_last = String::new();
+    while sleep_unless_stopping(control, interval).await {
+        let started = Instant::now();
+        let round = until_stopping(control, round_run(control, &mut client, &mut rate)).await;
+        let Some(round) = round else {
+            break;
+        };
+        match round {
+            Ok(outcome) => {
+                warning_last.clear();
+                deletions_send(control, &outcome, started.elapsed());
+            }
+            Err(RoundError::Read(ReadError::Stopping)) => break,
+            Err(error) => {
+                // Said once while it lasts, not every round.
+                let warning = error.to_string();
+                if warning != warning_last {
+                    eprintln!("ringlog: gc: {warning}; nothing collected this round");
+                    warning_last = warning;
+                }
+            }
+        }
+    }
+    if let Some(client) = client {
+        close(client, deregister_bound()).await;
+    }
+}
+
+/// One round on the collector's session, opening one if there is none.
+async fn round_run(
+    control: &Control,
+    client: &mut Option<Client>,
+    rate: &mut ReadRate,
+) -> Result<RoundOutcome, RoundError> {
+    if client.as_ref().is_none_or(session_ended) {
+        *client = match connect(control).await {
+            Ok(Some(client)) => Some(client),
+            Ok(None) => return Err(RoundError::Read(ReadError::Stopping)),
+            Err(error) => {
+                return Err(RoundError::Read(ReadError::ZooKeeper {
+                    operation: "connect to",
+                    path: control.config.servers.clone(),
+                    error: match error {
+                        super::RegistrationError::Unreachable { error, .. } => error,
+                        _ => ZkError::ConnectionLoss,
+                    },
+                }))
+            }
+        };
+    }
+    let client = client.as_ref().expect("connected above");
+    let mut metadata = ZooKeeperMetadata {
+        control,
+        client,
+        rate,
+    };
+    let router = &control.router;
+    round(&mut metadata, &control.config.root, || {
+        router.ledgers_snapshot()
+    })
+    .await
+}
+
+/// Sends each owner its deletions and logs the round if it deleted anything.
+fn deletions_send(control: &Control, outcome: &RoundOutcome, elapsed: Duration) {
+    let router = &control.router;
+    let mut by_owner: BTreeMap<ShardId, Vec<i64>> = BTreeMap::new();
+    for &ledger in &outcome.deletions {
+        // Forgotten meanwhile: deleted by an earlier round's mail.
+        if let Some(owner) = router.owner(ledger) {
+            by_owner.entry(owner).or_default().push(ledger);
+        }
+    }
+    let mut sent = 0_usize;
+    let mut deferred = 0_usize;
+    for (owner, ledgers) in by_owner {
+        let mut woken = false;
+        for chunk in ledgers.chunks(limits::GC_DELETE_BATCH_LEDGERS_MAX) {
+            let mail = Mail::DeleteLedgers {
+                ledgers: chunk.to_vec(),
+            };
+            match router.send(owner, mail) {
+                Ok(()) => {
+                    sent += chunk.len();
+                    woken = true;
+                }
+                // The router still maps them: the next round finds them again.
+                Err(SendError::Full(_)) => deferred += chunk.len(),
+                Err(SendError::Gone) => return,
+            }
+        }
+        if woken {
+            if let Err(error) = router.wake(owner) {
+                eprintln!("ringlog: gc: cannot wake shard {owner}: {error}");
+            }
+        }
+    }
+    if sent > 0 || deferred > 0 {
+        println!(
+            "ringlog: gc: deleting {sent} ledgers whose metadata is gone ({} listed, \
+             {deferred} deferred to the next round: mailbox full) in {} ms",
+            outcome.ledgers_listed,
+            elapsed.as_millis()
+        );
+    }
+}
+
+/// ZooKeeper reads, paced by --gc-metadata-rate and bounded by the request timeout.
+struct ZooKeeperMetadata<'a> {
+    control: &'a Control,
+    client: &'a Client,
+    rate: &'a mut ReadRate,
+}
+
+impl ZooKeeperMetadata<'_> {
+    async fn pace(&mut self) -> Result<(), ReadError> {
+        if self.control.stopping() {
+            return Err(ReadError::Stopping);
+        }
+        let at = self.rate.reserve(Instant::now());
+        tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await;
+        Ok(())
+    }
+
+    fn failed(operation: &'static str, path: &str, error: ZkError) -> ReadError {
+        ReadError::ZooKeeper {
+            operation,
+            path: path.to_string(),
+            error,
+        }
+    }
+}
+
+impl Metadata for ZooKeeperMetadata<'_> {
+    async fn data(&mut self, path: &str) -> Result<Option<Vec<u8>>, ReadError> {
+        self.pace().await?;
+        let timeout = self.control.request_timeout();
+        match bounded(timeout, self.client.get_data(path)).await {
+            Ok((data, _)) => Ok(Some(data)),
+            Err(ZkError::NoNode) => Ok(None),
+            Err(error) => Err(Self::failed("read", path, error)),
+        }
+    }
+
+    async fn children(&mut self, path: &str) -> Result<Option<Vec<String>>, ReadError> {
+        self.pace().await?;
+        let timeout = self.control.request_timeout();
+        match bounded(timeout, self.client.list_children(path)).await {
+            Ok(children) => Ok(Some(children)),
+            Err(ZkError::NoNode) => Ok(None),
+            Err(error) => Err(Self::failed("list", path, error)),
+        }
+    }
+}
