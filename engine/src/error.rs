@@ -56,12 +56,15 @@ pub enum OpenError {
         /// What was wrong with it.
         reason: CorruptReason,
     },
-    /// A segment file has the wrong size.
+    /// A segment file's size (or the size its header records) is not the configured
+    /// segment size: a journal keeps the size it was created with.
     SegmentSize {
         /// The segment file.
         location: Location,
         /// Its size.
         size: u64,
+        /// The configured segment size.
+        expected: u64,
     },
 }
 
@@ -113,13 +116,17 @@ impl std::fmt::Display for OpenError {
                 "journal corrupt at {location} ({reason:?}) inside a sealed segment, found \
                  while rebuilding its index: refusing to open"
             ),
-            OpenError::SegmentSize { location, size } => {
-                write!(
-                    f,
-                    "segment {} has unexpected size {size}",
-                    location.segment.0
-                )
-            }
+            OpenError::SegmentSize {
+                location,
+                size,
+                expected,
+            } => write!(
+                f,
+                "segment {} is {size} bytes but the segment size is {expected}: a journal \
+                 keeps the segment size it was created with (the default changed from 1 GiB \
+                 to 256 MiB on 2026-12-03); start with --segment-size {size}",
+                location.segment.0
+            ),
         }
     }
 }

@@ -286,6 +286,7 @@ fn check_segment<D: Disk>(
         return Err(OpenError::SegmentSize {
             location,
             size: file_size,
+            expected: size,
         });
     }
     // Only the header sector: the window's 8 MiB read per segment made opening a large
@@ -309,6 +310,7 @@ fn check_segment<D: Disk>(
         Ok(recorded) => Err(OpenError::SegmentSize {
             location,
             size: recorded,
+            expected: size,
         }),
         Err(crate::segment::SegmentHeaderError::Version(version)) => {
             Err(OpenError::FormatVersion {

@@ -213,3 +213,24 @@ fn checksummed_but_impossible_records_are_bad_records_not_panics() {
         );
     }
 }
+
+/// The default segment size changed (1 GiB to 256 MiB): a journal created with another size
+/// refuses to open with the flag that opens it, never guesses or rewrites.
+#[test]
+fn a_journal_of_another_segment_size_names_the_flag_that_opens_it() {
+    let mut journal = Journal::open(SimDisk::new(9), config_small()).unwrap();
+    let mut model = Model::default();
+    write_commits(&mut journal, &mut model, 0, 3);
+    let disk = journal.into_disk().crash();
+    let other = crate::Config {
+        segment_size: 2 * config_small().segment_size,
+        ..config_small()
+    };
+    let error = match Journal::open(disk, other) {
+        Err(error @ OpenError::SegmentSize { .. }) => error.to_string(),
+        Err(other) => panic!("expected a segment size refusal, got {other}"),
+        Ok(_) => panic!("a journal of another segment size opened"),
+    };
+    let size = config_small().segment_size;
+    assert!(error.contains(&format!("--segment-size {size}")), "{error}");
+}
