@@ -1,9 +1,10 @@
 //! Runtime configuration of a journal, validated once before the first byte moves.
 
 use crate::constants::{
-    COMMITS_IN_FLIGHT_DEFAULT, COMMITS_IN_FLIGHT_MAX, INDEX_CACHE_PAGES_DEFAULT,
-    INDEX_CACHE_PAGES_MAX, READS_IN_FLIGHT_MAX, READ_CACHE_BUFFERS_DEFAULT, READ_CACHE_BUFFERS_MAX,
-    SECTOR_SIZE, SEGMENT_SIZE_DEFAULT, SEGMENT_SIZE_MAX, SEGMENT_SIZE_MIN,
+    COMMITS_IN_FLIGHT_DEFAULT, COMMITS_IN_FLIGHT_MAX, COMPACTION_THRESHOLD_MAJOR_PER_MILLE_DEFAULT,
+    COMPACTION_THRESHOLD_MINOR_PER_MILLE_DEFAULT, INDEX_CACHE_PAGES_DEFAULT, INDEX_CACHE_PAGES_MAX,
+    READS_IN_FLIGHT_MAX, READ_CACHE_BUFFERS_DEFAULT, READ_CACHE_BUFFERS_MAX, SECTOR_SIZE,
+    SEGMENT_SIZE_DEFAULT, SEGMENT_SIZE_MAX, SEGMENT_SIZE_MIN,
 };
 
 /// How a commit is made durable.
@@ -46,6 +47,13 @@ pub struct Config {
     /// Pages (4 KiB) of sealed-segment index kept in memory per journal. Default: 8192
     /// (32 MiB). Bounds: 0 ..= 1048576. 0 reads an index page for every sealed read.
     pub index_cache_pages: usize,
+    /// A sealed segment whose live bytes are fewer than this many thousandths of its file is
+    /// compacted. Default: 200 (BookKeeper's minor threshold, 0.2). Bounds: 0 ..= 1000; 0
+    /// turns compaction off while the disk has room.
+    pub compaction_threshold_minor_per_mille: u32,
+    /// The same while the journal is read-only for a full disk. Default: 800 (BookKeeper's
+    /// major threshold). Bounds: 0 ..= 1000.
+    pub compaction_threshold_major_per_mille: u32,
 }
 
 /// Default: no zero-fill. Measured here (docs/durability.md): zero-filling a 1 GiB segment
@@ -65,6 +73,8 @@ impl Default for Config {
             segment_zero_fill: SEGMENT_ZERO_FILL_DEFAULT,
             zero_ahead: true,
             index_cache_pages: INDEX_CACHE_PAGES_DEFAULT,
+            compaction_threshold_minor_per_mille: COMPACTION_THRESHOLD_MINOR_PER_MILLE_DEFAULT,
+            compaction_threshold_major_per_mille: COMPACTION_THRESHOLD_MAJOR_PER_MILLE_DEFAULT,
         }
     }
 }
@@ -120,6 +130,16 @@ impl Config {
             return Err(ConfigError {
                 field: "index_cache_pages",
                 expected: "0..=1048576",
+            });
+        }
+        let per_mille = [
+            self.compaction_threshold_minor_per_mille,
+            self.compaction_threshold_major_per_mille,
+        ];
+        if per_mille.iter().any(|&value| value > 1000) {
+            return Err(ConfigError {
+                field: "compaction_threshold",
+                expected: "0..=1000 thousandths",
             });
         }
         Ok(())

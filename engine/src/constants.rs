@@ -66,6 +66,22 @@ pub const INDEX_CACHE_PAGES_DEFAULT: usize = 8192;
 /// Largest configurable index page cache per shard: 4 GiB.
 pub const INDEX_CACHE_PAGES_MAX: usize = 1024 * 1024;
 
+/// Bytes of compaction's copy buffer: one batch of a segment's live records, re-ordered by
+/// (ledger, entry) before it is written. At least the largest record.
+pub const COMPACTION_BUFFER_SIZE: usize = BATCH_BYTES_MAX;
+/// Bytes of compaction's read window: records of the old segment close together are read in
+/// one O_DIRECT read of up to this size. At least the largest record and a sector.
+pub const COMPACTION_WINDOW_SIZE: usize = READ_BUFFER_SIZE;
+/// Most records in one compaction batch (bounds its transient 12-byte-per-record sort array).
+pub const COMPACTION_BATCH_RECORDS_MAX: usize = 64 * 1024;
+const _: () = assert!(COMPACTION_BUFFER_SIZE >= RECORD_SIZE_MAX + SECTOR_SIZE);
+const _: () = assert!(COMPACTION_WINDOW_SIZE >= RECORD_SIZE_MAX + SECTOR_SIZE);
+/// Default compaction thresholds, in thousandths of a segment's file size that is live:
+/// BookKeeper's minor (0.2) and major (0.8) compaction thresholds. The major one applies
+/// while the disk is full.
+pub const COMPACTION_THRESHOLD_MINOR_PER_MILLE_DEFAULT: u32 = 200;
+pub const COMPACTION_THRESHOLD_MAJOR_PER_MILLE_DEFAULT: u32 = 800;
+
 /// Zero-fill of a new segment goes in chunks of this size, one in flight, so preparation never
 /// monopolises the disk queue while commits are running.
 pub const ZERO_CHUNK_SIZE: usize = 1024 * 1024;

@@ -76,6 +76,15 @@ pub trait Disk {
     fn buffer(&self, id: BufferId) -> &[u8];
     /// Write access to a buffer; panics if the buffer is in flight.
     fn buffer_mut(&mut self, id: BufferId) -> &mut [u8];
+    /// Copies `range` of buffer `from` to `to` at `offset` (two different buffers; `to` must
+    /// not be in flight).
+    fn buffer_copy(
+        &mut self,
+        from: BufferId,
+        range: std::ops::Range<usize>,
+        to: BufferId,
+        offset: usize,
+    );
 
     /// Published files of every kind, sorted by `FileId`. Temporaries of any kind are files
     /// whose preparation a crash cut short: they are deleted, and the directory synced if any
@@ -94,6 +103,14 @@ pub trait Disk {
     /// file of that name, and fsyncs the directory: the new file is durable under its name
     /// when this returns. `id` keeps its descriptor.
     fn file_publish(&mut self, id: FileId) -> io::Result<()>;
+    /// Renames the temporary of `from` to the published name of `to`, atomically replacing
+    /// the file published there, and fsyncs the directory (compaction: a segment's compacted
+    /// copy replaces the segment). From here on `to` addresses the new file and `from`
+    /// nothing; the caller makes sure no operation on the old `to` is in flight.
+    fn file_replace(&mut self, from: FileId, to: FileId) -> io::Result<()>;
+    /// Closes the descriptor of `id`, if open, and deletes its temporary if there is one (an
+    /// abandoned preparation; nothing depends on it being gone, so errors are ignored).
+    fn file_discard(&mut self, id: FileId);
     /// Closes the descriptor of `id`, if open, deletes its published file and fsyncs the
     /// directory: the file is gone for good when this returns.
     fn file_remove(&mut self, id: FileId) -> io::Result<()>;

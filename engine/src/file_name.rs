@@ -13,6 +13,9 @@ pub const SEGMENT_SUFFIX: &str = ".segment";
 pub const INDEX_SUFFIX: &str = ".index";
 /// Name of the published checkpoint file.
 pub const CHECKPOINT_FILE_NAME: &str = "checkpoint";
+/// Suffix of the compacted copies of a segment and its index, which exist only as
+/// temporaries: `0000000007.segment.compacted.tmp`.
+pub const COMPACTED_SUFFIX: &str = ".compacted";
 /// Suffix a file carries while it is prepared: `0000000007.segment.tmp`.
 pub const TEMPORARY_SUFFIX: &str = ".tmp";
 
@@ -28,6 +31,10 @@ impl fmt::Display for FileId {
             FileId::Segment(id) => write!(f, "{:0width$}{SEGMENT_SUFFIX}", id.0, width = ID_DIGITS),
             FileId::Index(id) => write!(f, "{:0width$}{INDEX_SUFFIX}", id.0, width = ID_DIGITS),
             FileId::Checkpoint => f.write_str(CHECKPOINT_FILE_NAME),
+            FileId::SegmentCompacted(id) => {
+                write!(f, "{}{COMPACTED_SUFFIX}", FileId::Segment(*id))
+            }
+            FileId::IndexCompacted(id) => write!(f, "{}{COMPACTED_SUFFIX}", FileId::Index(*id)),
         }
     }
 }
@@ -74,7 +81,10 @@ pub fn is_temporary_file_name(name: &str) -> bool {
     let Some(stem) = name.strip_suffix(TEMPORARY_SUFFIX) else {
         return false;
     };
-    stem.ends_with(SEGMENT_SUFFIX) || stem.ends_with(INDEX_SUFFIX) || stem == CHECKPOINT_FILE_NAME
+    stem.ends_with(SEGMENT_SUFFIX)
+        || stem.ends_with(INDEX_SUFFIX)
+        || stem.ends_with(COMPACTED_SUFFIX)
+        || stem == CHECKPOINT_FILE_NAME
 }
 
 /// Exactly `ID_DIGITS` ASCII digits (no sign, no spaces) that fit a u32.

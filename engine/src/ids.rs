@@ -32,6 +32,11 @@ pub enum FileId {
     Index(SegmentId),
     /// The directory's checkpoint file, `checkpoint`.
     Checkpoint,
+    /// The compacted copy of sealed segment `NNNNNNNNNN.segment`, while it is written. It is
+    /// only ever a temporary: `Disk::file_replace` renames it over the segment.
+    SegmentCompacted(SegmentId),
+    /// The index of that compacted copy, likewise renamed over `NNNNNNNNNN.index`.
+    IndexCompacted(SegmentId),
 }
 
 /// A byte position inside one segment file.

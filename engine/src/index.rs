@@ -183,6 +183,10 @@ pub struct SealedSegment {
     pub slot_count: u64,
     /// Bytes of entry records of ledgers not deleted (set by `Index::seal`).
     pub bytes_live: u64,
+    /// The segment file's generation (0 until it is first compacted).
+    pub generation: u32,
+    /// The segment file's size: the journal's segment size, or a compacted copy's.
+    pub file_size: u64,
 }
 
 /// Where an entry may be.
@@ -416,6 +420,66 @@ impl Index {
             state.entry_staged_max = state.entry_staged_max.max(run.entry_last.0);
         }
         self.sealed_segments.insert(segment, table);
+    }
+
+    /// `segment` was replaced by its compacted copy, whose index is durable: its runs give way
+    /// to the copy's (`runs`, of ledgers live when the copy was planned).
+    pub fn reseal(&mut self, segment: SegmentId, table: SealedSegment, runs: &[Run]) {
+        assert!(self.sealed_segments.contains_key(&segment));
+        for state in self.ledgers.values_mut() {
+            state.sealed.retain(|run| run.segment != segment);
+        }
+        self.seal(segment, table, runs);
+    }
+
+    /// The runs sealed segment `segment` holds of ledgers not deleted, ascending by ledger
+    /// and entry: its slot table's order.
+    #[must_use]
+    pub fn sealed_runs_live(&self, segment: SegmentId) -> Vec<(LedgerId, SealedRun)> {
+        let mut runs: Vec<(LedgerId, SealedRun)> = self
+            .ledgers
+            .iter()
+            .flat_map(|(&ledger, state)| {
+                state
+                    .sealed
+                    .iter()
+                    .filter(move |run| run.segment == segment)
+                    .map(move |run| (ledger, *run))
+            })
+            .collect();
+        runs.sort_unstable_by_key(|(ledger, run)| (*ledger, run.entry_first));
+        runs
+    }
+
+    /// The sealed segment below `before` with the smallest live fraction under `threshold`
+    /// (live bytes over file size; segments with nothing live are removed, not compacted),
+    /// leaving out those `excluded` refuses and those holding an explicit-LAC record (the
+    /// checkpoint points at it).
+    #[must_use]
+    pub fn compaction_candidate(
+        &self,
+        before: SegmentId,
+        threshold: f64,
+        excluded: impl Fn(SegmentId) -> bool,
+    ) -> Option<SegmentId> {
+        let lac_segments: std::collections::BTreeSet<SegmentId> = self
+            .ledgers
+            .values()
+            .filter_map(|state| state.explicit_lac.map(|slot| slot.location().segment))
+            .collect();
+        #[allow(clippy::cast_precision_loss)]
+        let fraction =
+            |table: &SealedSegment| table.bytes_live as f64 / table.file_size.max(1) as f64;
+        self.sealed_segments
+            .range(..before)
+            .filter(|(segment, table)| {
+                table.bytes_live > 0
+                    && fraction(table) < threshold
+                    && !lac_segments.contains(segment)
+                    && !excluded(**segment)
+            })
+            .min_by(|a, b| fraction(a.1).total_cmp(&fraction(b.1)))
+            .map(|(&segment, _)| segment)
     }
 
     /// Where a sealed segment's slot table is.

@@ -26,6 +26,17 @@ pub struct SegmentSpan {
     pub checksum_last: u32,
     /// The end of its last commit.
     pub data_end: u64,
+    /// The segment's generation: 0, or how many times it was compacted.
+    pub generation: u32,
+}
+
+/// Where an index's slots come from.
+#[derive(Clone, Copy, Debug)]
+pub enum SlotSource<'a> {
+    /// The entry arrays an `Index` holds for an unsealed segment.
+    Index(&'a Index),
+    /// Every slot of the table, holes included, in slot order (a compacted copy's).
+    Table(&'a [OpenSlot]),
 }
 
 /// The runs of `segment`'s index, from the entry arrays `index` holds for it.
@@ -110,6 +121,7 @@ impl IndexWriter {
             checksum_last: span.checksum_last,
             checksum_runs,
             data_end: span.data_end,
+            generation: span.generation,
         };
         index_file::encode_header(&mut prefix[..SECTOR_SIZE], &header);
         IndexWriter {
@@ -162,8 +174,8 @@ impl IndexWriter {
     }
 
     /// Produces the next bytes of the file into `out` (a multiple of the sector size) and
-    /// returns how many; `index` must still hold the segment's entry arrays.
-    pub fn fill(&mut self, index: &Index, out: &mut [u8]) -> usize {
+    /// returns how many; an `Index` source must still hold the segment's entry arrays.
+    pub fn fill(&mut self, source: SlotSource<'_>, out: &mut [u8]) -> usize {
         assert!(out.len() % SECTOR_SIZE == 0 && !out.is_empty());
         let mut length = 0;
         while length < out.len() && !self.is_done() {
@@ -175,26 +187,34 @@ impl IndexWriter {
                 self.produced += to_u64(take);
                 continue;
             }
-            self.fill_page(index, &mut out[length..length + SECTOR_SIZE]);
+            self.fill_page(source, &mut out[length..length + SECTOR_SIZE]);
             length += SECTOR_SIZE;
             self.produced += to_u64(SECTOR_SIZE);
         }
         length
     }
 
-    fn fill_page(&mut self, index: &Index, page: &mut [u8]) {
+    fn fill_page(&mut self, source: SlotSource<'_>, page: &mut [u8]) {
         let segment = self.span.segment;
         let mut at = 0;
         while at < PAGE_SLOTS && self.cursor_run < self.runs.len() {
             let run = self.runs[self.cursor_run];
-            let open = index
-                .open_segment_slots(run.ledger, segment)
-                .expect("a segment's entry arrays stay until its index is durable");
             let take = (run.slot_count() - self.cursor_offset).min(to_u64(PAGE_SLOTS - at));
             for k in 0..take {
-                let entry = run.entry_first.0
-                    + i64::try_from(self.cursor_offset + k).expect("slot offsets fit i64");
-                let slot = open_slot(open.entry_base, &open.slots, EntryId(entry));
+                let offset = self.cursor_offset + k;
+                let slot = match source {
+                    SlotSource::Index(index) => {
+                        let open = index
+                            .open_segment_slots(run.ledger, segment)
+                            .expect("a segment's entry arrays stay until its index is durable");
+                        let entry = run.entry_first.0
+                            + i64::try_from(offset).expect("slot offsets fit i64");
+                        open_slot(open.entry_base, &open.slots, EntryId(entry))
+                    }
+                    SlotSource::Table(table) => {
+                        Some(table[to_usize(run.slot_first + offset)]).filter(OpenSlot::is_held)
+                    }
+                };
                 let value = slot.map(|slot| (slot.position, slot.payload_size));
                 index_file::page_slot_set(page, at + to_usize(k), value);
             }

@@ -12,7 +12,9 @@
 //! Header sector: `0 magic "RLGI" | 4 version u8 | 5..8 zero | 8 segment id u32 |
 //!  12 run count u32 | 16 slot count u64 | 24 first record's sequence u64 |
 //!  32 last record's sequence u64 | 40 last record's crc_header u32 | 44 CRC32C of the run
-//!  table u32 | 48 end of the segment's data u64 | 56 CRC32C of bytes 0..56 u32`.
+//!  table u32 | 48 end of the segment's data u64 | 56 segment generation u32 |
+//!  60 CRC32C of bytes 0..60 u32` (version 2). Version 1, written before compaction existed,
+//!  has no generation (it is 0) and its CRC32C of bytes 0..56 at 56; it is still read.
 
 use crate::constants::SECTOR_SIZE;
 use crate::ids::{EntryId, LedgerId, SegmentId, Sequence};
@@ -23,7 +25,9 @@ use crate::stdx::{
 /// `RLGI` read as a little-endian u32.
 pub const INDEX_MAGIC: u32 = u32::from_le_bytes(*b"RLGI");
 /// Current index format version.
-pub const INDEX_VERSION: u8 = 1;
+pub const INDEX_VERSION: u8 = 2;
+/// The version before the segment generation, still read.
+pub const INDEX_VERSION_V1: u8 = 1;
 /// Bytes of one run in the run table.
 pub const RUN_SIZE: usize = 48;
 /// Bytes of one slot: position u32, payload size u32.
@@ -57,6 +61,8 @@ pub struct IndexHeader {
     pub checksum_runs: u32,
     /// Where the segment's data ends (the end of its last commit).
     pub data_end: u64,
+    /// The generation of the segment indexed (its header's).
+    pub generation: u32,
 }
 
 /// One ledger's entries over a dense range of ids in one segment.
@@ -185,8 +191,9 @@ pub fn encode_header(sector: &mut [u8], header: &IndexHeader) {
     sector[40..44].copy_from_slice(&header.checksum_last.to_le_bytes());
     sector[44..48].copy_from_slice(&header.checksum_runs.to_le_bytes());
     sector[48..56].copy_from_slice(&header.data_end.to_le_bytes());
-    let checksum = crc32c::crc32c(&sector[0..56]);
-    sector[56..60].copy_from_slice(&checksum.to_le_bytes());
+    sector[56..60].copy_from_slice(&header.generation.to_le_bytes());
+    let checksum = crc32c::crc32c(&sector[0..60]);
+    sector[60..64].copy_from_slice(&checksum.to_le_bytes());
 }
 
 /// Decodes and verifies the header of segment `segment`'s index, whose file is `file_size`
@@ -196,7 +203,13 @@ pub fn decode_header(
     segment: SegmentId,
     file_size: u64,
 ) -> Result<IndexHeader, FileFormatError> {
-    header_verify(sector, INDEX_MAGIC, INDEX_VERSION, 56)?;
+    let generation = if sector.len() > 4 && sector[4] == INDEX_VERSION_V1 {
+        header_verify(sector, INDEX_MAGIC, INDEX_VERSION_V1, 56)?;
+        0
+    } else {
+        header_verify(sector, INDEX_MAGIC, INDEX_VERSION, 60)?;
+        u32_at(sector, 56)
+    };
     let header = IndexHeader {
         segment: SegmentId(u32_at(sector, 8)),
         run_count: u32_at(sector, 12),
@@ -206,6 +219,7 @@ pub fn decode_header(
         checksum_last: u32_at(sector, 40),
         checksum_runs: u32_at(sector, 44),
         data_end: u64_at(sector, 48),
+        generation,
     };
     let sizes_fit = header.slot_count <= file_size
         && file_size == file_size_checked(header.run_count, header.slot_count);

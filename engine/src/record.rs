@@ -145,6 +145,29 @@ pub fn encode(out: &mut [u8], header: &RecordHeader, payload: &[u8]) -> u32 {
     checksum_header
 }
 
+/// Gives the verified record at the start of `record` (exactly its `record_size` bytes) a new
+/// place in the journal: its sequence, chain link, location and commit flag; the payload and
+/// its checksum stay. Returns the new header checksum, which the next record chains to.
+/// Compaction moves records with it.
+pub fn relocate(
+    record: &mut [u8],
+    sequence: Sequence,
+    checksum_previous: u32,
+    location: Location,
+    commit_first: bool,
+) -> u32 {
+    let head = &mut record[..RECORD_HEADER_SIZE];
+    debug_assert!(decode_header(head).is_ok());
+    head[6] = u8::from(commit_first);
+    head[20..24].copy_from_slice(&checksum_previous.to_le_bytes());
+    head[24..32].copy_from_slice(&sequence.0.to_le_bytes());
+    head[48..52].copy_from_slice(&location.segment.0.to_le_bytes());
+    head[56..64].copy_from_slice(&location.position.0.to_le_bytes());
+    let checksum_header = header_checksum(head);
+    head[8..12].copy_from_slice(&checksum_header.to_le_bytes());
+    checksum_header
+}
+
 /// CRC32C over the whole header except the checksum field itself.
 fn header_checksum(head: &[u8]) -> u32 {
     crc32c::crc32c_append(crc32c::crc32c(&head[0..8]), &head[12..RECORD_HEADER_SIZE])

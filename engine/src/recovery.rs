@@ -138,7 +138,10 @@ pub(crate) fn recover<D: Disk>(
         .iter()
         .filter_map(|file| match file {
             FileId::Segment(id) => Some(*id),
-            FileId::Index(_) | FileId::Checkpoint => None,
+            FileId::Index(_)
+            | FileId::Checkpoint
+            | FileId::SegmentCompacted(_)
+            | FileId::IndexCompacted(_) => None,
         })
         .collect();
     let has_checkpoint = files.contains(&FileId::Checkpoint);
@@ -185,9 +188,12 @@ pub(crate) fn recover<D: Disk>(
         start: 0,
         length: 0,
     };
+    let mut files_of = std::collections::BTreeMap::new();
     for &segment in &segments {
-        check_segment(&mut window, segment, config.segment_size)?;
+        let file = check_segment(&mut window, segment, config.segment_size)?;
+        files_of.insert(segment, file);
     }
+    let compacted = files_of.values().any(|file| file.generation > 0);
     let size = config.segment_size;
     let mut report = OpenReport::default();
     let mut scan = Scan {
@@ -228,7 +234,8 @@ pub(crate) fn recover<D: Disk>(
                 });
             }
             for &segment in &segments[..first] {
-                sealed::sealed_load(&mut window, config, segment, &mut scan, &mut report)?;
+                let file = files_of[&segment];
+                sealed::sealed_load(&mut window, config, segment, file, &mut scan, &mut report)?;
             }
             scan.sequence_next = Some(header.sequence_next);
             scan.checksum_previous = header.checksum_previous;
@@ -243,6 +250,19 @@ pub(crate) fn recover<D: Disk>(
             file: FileId::Segment(segments[0]).to_string(),
             missing: "a valid checkpoint (earlier segments were removed after their ledgers \
                       were deleted, so the journal cannot be rebuilt by scanning)",
+        });
+    }
+    if report.checkpoint.is_none() && compacted {
+        // A compacted segment's records start a chain of their own: a scan through it from
+        // the first segment would call the break corruption.
+        let (&segment, _) = files_of
+            .iter()
+            .find(|(_, file)| file.generation > 0)
+            .expect("compacted");
+        return Err(OpenError::Missing {
+            file: FileId::Segment(segment).to_string(),
+            missing: "a valid checkpoint (the segment was compacted, so the journal cannot \
+                      be rebuilt by scanning)",
         });
     }
     let segments_scanned = &segments[first..];
@@ -269,11 +289,22 @@ pub(crate) fn recover<D: Disk>(
     })
 }
 
+/// What open learns of a segment file from its size and header.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SegmentFile {
+    /// 0, or how many times it was compacted.
+    pub generation: u32,
+    /// Its size: the segment size, or less for a compacted copy.
+    pub file_size: u64,
+}
+
+/// Checks a segment's header (and, unless it is a compacted copy, its size) against the
+/// configured segment size.
 fn check_segment<D: Disk>(
     window: &mut Window<'_, D>,
     segment: SegmentId,
     size: u64,
-) -> Result<(), OpenError> {
+) -> Result<SegmentFile, OpenError> {
     let location = Location {
         segment,
         position: Position(0),
@@ -282,7 +313,8 @@ fn check_segment<D: Disk>(
         .disk
         .file_open(FileId::Segment(segment))
         .map_err(io_error("opening segment"))?;
-    if file_size != size {
+    // A compacted copy is shorter; its header says so, and is checked below.
+    if file_size > size || file_size < to_u64(SEGMENT_HEADER_SIZE) {
         return Err(OpenError::SegmentSize {
             location,
             size: file_size,
@@ -306,11 +338,21 @@ fn check_segment<D: Disk>(
         return Err(OpenError::SegmentHeader { location });
     }
     match crate::segment::decode_segment_header(header, segment) {
-        Ok(recorded) if recorded == size => Ok(()),
-        Ok(recorded) => Err(OpenError::SegmentSize {
+        Ok(recorded) if recorded.size != size => Err(OpenError::SegmentSize {
             location,
-            size: recorded,
+            size: recorded.size,
             expected: size,
+        }),
+        Ok(recorded) if recorded.generation == 0 && file_size != size => {
+            Err(OpenError::SegmentSize {
+                location,
+                size: file_size,
+                expected: size,
+            })
+        }
+        Ok(recorded) => Ok(SegmentFile {
+            generation: recorded.generation,
+            file_size,
         }),
         Err(crate::segment::SegmentHeaderError::Version(version)) => {
             Err(OpenError::FormatVersion {
@@ -387,6 +429,7 @@ fn scan_records<D: Disk>(
                         sequence_last: Sequence(next.0 - 1),
                         checksum_last: scan.checksum_previous,
                         data_end: align_up_u64(position, SECTOR),
+                        generation: 0,
                     });
                 }
                 segment_index += 1;

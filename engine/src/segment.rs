@@ -1,8 +1,13 @@
 //! Segment files: the header sector every segment starts with (names: `file_name.rs`).
 //!
 //! Header sector (little-endian; the rest of the 4 KiB sector is zero):
-//! `0 magic "RLGS" | 4 version u8 | 5..8 zero | 8 segment id u32 | 12 zero u32 |
+//! `0 magic "RLGS" | 4 version u8 | 5..8 zero | 8 segment id u32 | 12 generation u32 |
 //!  16 segment size u64 | 24 CRC32C of bytes 0..24`.
+//!
+//! The generation is 0 for a segment the journal wrote, and one more than the segment's
+//! previous generation for a compacted copy that replaced it (`journal/compact.rs`); its
+//! index records the generation it describes, so an index that outlived a replacement is
+//! told apart and rebuilt. Before compaction existed these four bytes were always zero.
 
 use crate::constants::SEGMENT_HEADER_SIZE;
 use crate::ids::SegmentId;
@@ -12,14 +17,25 @@ pub const SEGMENT_MAGIC: u32 = u32::from_le_bytes(*b"RLGS");
 /// Current segment format version.
 pub const SEGMENT_VERSION: u8 = 1;
 
-/// Fills `sector` with the header of segment `id`.
+/// Fills `sector` with the header of segment `id`, as the journal writes it (generation 0).
 pub fn encode_segment_header(sector: &mut [u8], id: SegmentId, segment_size: u64) {
+    encode_segment_header_generation(sector, id, segment_size, 0);
+}
+
+/// Fills `sector` with the header of generation `generation` of segment `id`.
+pub fn encode_segment_header_generation(
+    sector: &mut [u8],
+    id: SegmentId,
+    segment_size: u64,
+    generation: u32,
+) {
     assert_eq!(sector.len(), SEGMENT_HEADER_SIZE);
     assert!(segment_size > SEGMENT_HEADER_SIZE as u64);
     sector.fill(0);
     sector[0..4].copy_from_slice(&SEGMENT_MAGIC.to_le_bytes());
     sector[4] = SEGMENT_VERSION;
     sector[8..12].copy_from_slice(&id.0.to_le_bytes());
+    sector[12..16].copy_from_slice(&generation.to_le_bytes());
     sector[16..24].copy_from_slice(&segment_size.to_le_bytes());
     let checksum = crc32c::crc32c(&sector[0..24]);
     sector[24..28].copy_from_slice(&checksum.to_le_bytes());
@@ -39,8 +55,20 @@ pub enum SegmentHeaderError {
     },
 }
 
-/// Verifies the header sector of segment `id` and returns the segment size it records.
-pub fn decode_segment_header(sector: &[u8], id: SegmentId) -> Result<u64, SegmentHeaderError> {
+/// What a segment header records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SegmentHeader {
+    /// The journal's segment size when the segment was created.
+    pub size: u64,
+    /// 0, or how many times the segment was compacted.
+    pub generation: u32,
+}
+
+/// Verifies the header sector of segment `id` and returns what it records.
+pub fn decode_segment_header(
+    sector: &[u8],
+    id: SegmentId,
+) -> Result<SegmentHeader, SegmentHeaderError> {
     assert!(sector.len() >= 28);
     let word = |offset: usize| {
         let mut bytes = [0u8; 4];
@@ -64,5 +92,8 @@ pub fn decode_segment_header(sector: &[u8], id: SegmentId) -> Result<u64, Segmen
     }
     let mut size = [0u8; 8];
     size.copy_from_slice(&sector[16..24]);
-    Ok(u64::from_le_bytes(size))
+    Ok(SegmentHeader {
+        size: u64::from_le_bytes(size),
+        generation: word(12),
+    })
 }

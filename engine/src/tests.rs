@@ -1,6 +1,7 @@
 //! Unit tests of the engine, kept out of the library files.
 
 mod allocation;
+mod compact;
 mod delete;
 mod file_name;
 mod harness;

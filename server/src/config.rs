@@ -243,6 +243,22 @@ pub struct ServeArgs {
     /// gcMetadataOpRateLimit). Needs --zk. 1 to 100000. Default: 1000.
     #[arg(long, value_name = "N")]
     pub gc_metadata_rate: Option<u32>,
+    /// Compaction (docs/gc.md): a sealed segment whose live entries are less than this
+    /// fraction of its file is rewritten with only them, in (ledger, entry) order, and the
+    /// copy replaces it (BookKeeper's minorCompactionThreshold). 0 turns compaction off while
+    /// the disk has room. 0 to 1. Default: 0.2.
+    #[arg(long, value_name = "FRACTION")]
+    pub compaction_threshold_minor: Option<f64>,
+    /// The same threshold while a shard is read-only because its disk is full, so the space
+    /// deletions leave in partly live segments comes back too (BookKeeper's
+    /// majorCompactionThreshold). 0 to 1. Default: 0.8.
+    #[arg(long, value_name = "FRACTION")]
+    pub compaction_threshold_major: Option<f64>,
+    /// MiB per second each shard's compaction may read and write (BookKeeper's
+    /// compactionRateByBytes); it also runs only while a commit slot is free, so it never
+    /// delays a commit. 1 to 4096. Default: 64.
+    #[arg(long, value_name = "MIB")]
+    pub compaction_rate_mib: Option<u64>,
 }
 
 /// The validated server configuration.
@@ -276,6 +292,8 @@ pub struct Config {
     pub requests_in_flight_max: usize,
     /// Frames decoded per connection per loop turn.
     pub frames_per_turn_max: usize,
+    /// Bytes per second each shard's compaction may read and write.
+    pub compaction_rate_bytes_per_s: u64,
     /// ZooKeeper registration; `None` without --zk.
     pub registration: Option<RegistrationConfig>,
 }
@@ -463,6 +481,13 @@ impl ServeArgs {
             zk_connect_timeout_ms: self.zk_connect_timeout_ms.or(file.zk_connect_timeout_ms),
             gc_interval_ms: self.gc_interval_ms.or(file.gc_interval_ms),
             gc_metadata_rate: self.gc_metadata_rate.or(file.gc_metadata_rate),
+            compaction_threshold_minor: self
+                .compaction_threshold_minor
+                .or(file.compaction_threshold_minor),
+            compaction_threshold_major: self
+                .compaction_threshold_major
+                .or(file.compaction_threshold_major),
+            compaction_rate_mib: self.compaction_rate_mib.or(file.compaction_rate_mib),
         }
     }
 
@@ -496,8 +521,27 @@ impl ServeArgs {
                 .zero_ahead
                 .unwrap_or(engine::Config::default().zero_ahead),
             index_cache_pages: index_cache_pages(self.index_cache_mib)?,
+            compaction_threshold_minor_per_mille: per_mille(
+                "--compaction-threshold-minor",
+                self.compaction_threshold_minor,
+                engine::Config::default().compaction_threshold_minor_per_mille,
+            )?,
+            compaction_threshold_major_per_mille: per_mille(
+                "--compaction-threshold-major",
+                self.compaction_threshold_major,
+                engine::Config::default().compaction_threshold_major_per_mille,
+            )?,
             ..engine::Config::default()
         };
+        let compaction_rate_mib = self
+            .compaction_rate_mib
+            .unwrap_or(limits::COMPACTION_RATE_MIB_DEFAULT);
+        if !(1..=limits::COMPACTION_RATE_MIB_MAX).contains(&compaction_rate_mib) {
+            return Err(ConfigError::OutOfBounds {
+                option: "--compaction-rate-mib",
+                expected: "1..=4096",
+            });
+        }
         journal.validate().map_err(ConfigError::Journal)?;
         let config = Config {
             data_dirs,
@@ -536,6 +580,7 @@ impl ServeArgs {
             frames_per_turn_max: self
                 .frames_per_turn_max
                 .unwrap_or(limits::FRAMES_PER_TURN_MAX_DEFAULT),
+            compaction_rate_bytes_per_s: compaction_rate_mib * 1024 * 1024,
             registration,
         };
         config.validate()?;
@@ -867,6 +912,21 @@ pub fn cores_parse(list: &str) -> Result<Vec<usize>, ConfigError> {
         }
     }
     Ok(cores)
+}
+
+/// A fraction flag as the engine's thousandths, or `default` when not given.
+fn per_mille(option: &'static str, value: Option<f64>, default: u32) -> Result<u32, ConfigError> {
+    let Some(fraction) = value else {
+        return Ok(default);
+    };
+    if !(0.0..=1.0).contains(&fraction) {
+        return Err(ConfigError::OutOfBounds {
+            option,
+            expected: "a fraction from 0 to 1",
+        });
+    }
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    Ok((fraction * 1000.0).round() as u32)
 }
 
 /// The journal's index page cache from `--index-cache-mib` (4 KiB pages).

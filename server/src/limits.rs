@@ -195,6 +195,11 @@ pub const GC_INTERVAL_MS_MAX: u64 = 7 * 24 * 3600 * 1000;
 pub const GC_METADATA_RATE_DEFAULT: u32 = 1_000;
 /// Largest `--gc-metadata-rate`: a ceiling that still protects a ZooKeeper ensemble.
 pub const GC_METADATA_RATE_MAX: u32 = 100_000;
+/// Default `--compaction-rate-mib`: a tenth or less of an NVMe disk's write bandwidth per
+/// shard, so compaction never competes with the journal for long.
+pub const COMPACTION_RATE_MIB_DEFAULT: u64 = 64;
+/// Largest `--compaction-rate-mib`.
+pub const COMPACTION_RATE_MIB_MAX: u64 = 4096;
 /// Ledgers per `Mail::DeleteLedgers`: bounds the work one mail gives a shard's loop turn.
 pub const GC_DELETE_BATCH_LEDGERS_MAX: usize = 4096;
 /// Children of one metadata znode the collector accepts: a hierarchical level has at most

@@ -447,6 +447,27 @@ impl Disk for SimDisk {
         &mut self.buffers[id.0 as usize]
     }
 
+    fn buffer_copy(
+        &mut self,
+        from: BufferId,
+        range: std::ops::Range<usize>,
+        to: BufferId,
+        offset: usize,
+    ) {
+        let (from, to) = (from.0 as usize, to.0 as usize);
+        assert_ne!(from, to, "a copy between two buffers");
+        assert_eq!(self.buffers_busy[to], 0, "buffer {to} is in flight");
+        let length = range.len();
+        let (source, target) = if from < to {
+            let (low, high) = self.buffers.split_at_mut(to);
+            (&low[from], &mut high[0])
+        } else {
+            let (low, high) = self.buffers.split_at_mut(from);
+            (&high[0], &mut low[to])
+        };
+        target[offset..offset + length].copy_from_slice(&source[range]);
+    }
+
     fn files_list(&mut self) -> io::Result<Vec<FileId>> {
         let temporaries: Vec<Entry> = self
             .directory_live
@@ -511,6 +532,25 @@ impl Disk for SimDisk {
         self.directory_live.insert(Entry::published(id), index);
         self.directory_durable = self.directory_live.clone();
         Ok(())
+    }
+
+    fn file_replace(&mut self, from: FileId, to: FileId) -> io::Result<()> {
+        let index = self
+            .directory_live
+            .remove(&Entry::temporary(from))
+            .ok_or(io::ErrorKind::NotFound)?;
+        self.directory_live.insert(Entry::published(to), index);
+        self.directory_durable = self.directory_live.clone();
+        self.open.remove(&from);
+        self.open.insert(to, index);
+        Ok(())
+    }
+
+    fn file_discard(&mut self, id: FileId) {
+        self.open.remove(&id);
+        // Unlinked without a directory sync, like UringDisk's: a crash may bring the
+        // temporary back, and the next open deletes it.
+        self.directory_live.remove(&Entry::temporary(id));
     }
 
     fn file_remove(&mut self, id: FileId) -> io::Result<()> {

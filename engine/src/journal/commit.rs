@@ -362,6 +362,7 @@ impl<D: Disk> Journal<D> {
                     sequence_last,
                     checksum_last: commits.checksum_previous,
                     data_end: commits.position_next,
+                    generation: 0,
                 });
             }
             commits.segment_active = spare;

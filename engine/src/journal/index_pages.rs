@@ -68,6 +68,17 @@ impl IndexPages {
         self.bytes[frame * SECTOR_SIZE..(frame + 1) * SECTOR_SIZE].copy_from_slice(bytes);
     }
 
+    /// Drops every page of `segment`'s index (it was replaced by a compacted copy's).
+    pub(super) fn forget(&mut self, segment: SegmentId) {
+        for frame in 0..self.keys.len() {
+            if self.keys[frame].is_some_and(|(cached, _)| cached == segment) {
+                let key = self.keys[frame].take().expect("checked");
+                self.frames.remove(&key);
+                self.referenced[frame] = false;
+            }
+        }
+    }
+
     /// Pages cached now.
     #[cfg(test)]
     pub(super) fn len(&self) -> usize {

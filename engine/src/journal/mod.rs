@@ -24,6 +24,7 @@
 //! fixed order, and `poll` hands each disk completion to the one its token names.
 
 mod commit;
+mod compact;
 mod event;
 mod index_pages;
 mod reads;
@@ -39,6 +40,7 @@ pub use self::stats::Stats;
 pub use crate::ids::{ENTRY_ID_EXPLICIT_LAC, ENTRY_ID_FENCE, ENTRY_ID_FORCE, ENTRY_ID_LEDGER_KEY};
 
 use self::commit::{Commits, Staged};
+use self::compact::Compaction;
 use self::index_pages::IndexPages;
 use self::reads::{Expected, Reads, Resolved};
 use self::seal::Seal;
@@ -46,8 +48,9 @@ use self::segments::Segments;
 use self::zero_ahead::ZeroAhead;
 use crate::config::Config;
 use crate::constants::{
-    BATCH_BYTES_MAX, BATCH_RECORDS_MAX, ENTRY_GAP_MAX, MASTER_KEY_SIZE, READ_BUFFER_SIZE,
-    RECORD_PAYLOAD_SIZE_MAX, SEAL_CHUNK_SIZE, SECTOR_SIZE, SEGMENT_HEADER_SIZE,
+    BATCH_BYTES_MAX, BATCH_RECORDS_MAX, COMPACTION_BUFFER_SIZE, COMPACTION_WINDOW_SIZE,
+    ENTRY_GAP_MAX, MASTER_KEY_SIZE, READ_BUFFER_SIZE, RECORD_PAYLOAD_SIZE_MAX, SEAL_CHUNK_SIZE,
+    SECTOR_SIZE, SEGMENT_HEADER_SIZE,
 };
 use crate::disk::{BufferId, Disk, DiskCompletion};
 use crate::error::{AddError, OpenError, ReadError};
@@ -63,6 +66,7 @@ const TOKEN_READ: u64 = 2 << 24;
 const TOKEN_PREPARE: u64 = 3 << 24;
 const TOKEN_ZERO_AHEAD: u64 = 4 << 24;
 const TOKEN_SEAL: u64 = 5 << 24;
+const TOKEN_COMPACT: u64 = 6 << 24;
 const TOKEN_KIND_MASK: u64 = 0xFF << 24;
 
 /// How an add is acknowledged.
@@ -92,6 +96,8 @@ pub struct Journal<D: Disk> {
     seal: Seal,
     /// Slot-table pages of sealed indexes read recently.
     index_pages: IndexPages,
+    /// Rewriting sealed segments that are mostly dead.
+    compaction: Compaction,
     /// What open found and did, for the server's log.
     open_report: OpenReport,
     /// Events queued for `events_swap`.
@@ -115,6 +121,15 @@ impl<D: Disk> Journal<D> {
         ));
         sizes.push(SEGMENT_HEADER_SIZE);
         sizes.push(SEAL_CHUNK_SIZE);
+        // Compaction's buffers exist only when compaction can run.
+        let compaction_on = config.compaction_threshold_minor_per_mille > 0
+            || config.compaction_threshold_major_per_mille > 0;
+        let compaction_sizes = if compaction_on {
+            [COMPACTION_BUFFER_SIZE, COMPACTION_WINDOW_SIZE]
+        } else {
+            [SECTOR_SIZE, SECTOR_SIZE]
+        };
+        sizes.extend(compaction_sizes);
         disk.buffers_allocate(&sizes);
         let buffer_id = |index: usize| BufferId(u32::try_from(index).expect("few buffers"));
         let mut recovered = crate::recovery::recover(&mut disk, &config, buffer_id(0))?;
@@ -143,8 +158,9 @@ impl<D: Disk> Journal<D> {
             recovered.checksum_previous,
             recovered.active_sequence_first,
         );
-        let header_buffer = buffer_id(sizes.len() - 2);
-        let seal_buffer = buffer_id(sizes.len() - 1);
+        let header_buffer = buffer_id(sizes.len() - 4);
+        let seal_buffer = buffer_id(sizes.len() - 3);
+        let compaction = Compaction::new(buffer_id(sizes.len() - 2), buffer_id(sizes.len() - 1));
         let seal = Seal::new(seal_buffer, recovered.resume, recovered.seal_queue);
         let segments = Segments::new(recovered.spares, recovered.segment_id_max, header_buffer);
         let zero_ahead_enabled = config.zero_ahead && !config.segment_zero_fill;
@@ -165,6 +181,7 @@ impl<D: Disk> Journal<D> {
             zero_ahead,
             seal,
             index_pages: IndexPages::new(config.index_cache_pages),
+            compaction,
             open_report: recovered.report,
             events: Vec::with_capacity(events_max + config.reads_in_flight_max),
             completions: Vec::with_capacity(events_max),
@@ -311,6 +328,7 @@ impl<D: Disk> Journal<D> {
         let deleted = self.index.delete(ledger, segment_last);
         if deleted {
             self.seal.deleted();
+            self.compaction.replan();
             self.stats.ledgers_deleted += 1;
         }
         deleted
@@ -396,6 +414,7 @@ impl<D: Disk> Journal<D> {
             let head = self.commits.write_head();
             self.zero_ahead.drive(disk, head, self.config.segment_size);
             self.seal_drive();
+            self.compact_drive();
         }
         if self.disk.flush().is_err() {
             self.poison();
@@ -414,6 +433,7 @@ impl<D: Disk> Journal<D> {
                 TOKEN_COMMIT => self.on_commit(slot, op, result),
                 TOKEN_READ => self.read_on_complete(slot, result),
                 TOKEN_SEAL => self.seal_on_complete(op, result),
+                TOKEN_COMPACT => self.compact_on_complete(op, result),
                 TOKEN_PREPARE => self
                     .segments
                     .on_complete(disk, stats, &self.config, op, result),
@@ -454,6 +474,15 @@ impl<D: Disk> Journal<D> {
             ReadTarget::ExplicitLac => state.explicit_lac.ok_or(ReadError::NoEntry)?,
             ReadTarget::Entry(_) | ReadTarget::Last => {
                 match self.entry_resolve(ledger, entry, 0)? {
+                    // A segment about to be replaced by its compacted copy takes no new read.
+                    Resolved::Record(slot)
+                        if self.compaction.blocks_reads(slot.location().segment) =>
+                    {
+                        return Err(ReadError::Busy);
+                    }
+                    Resolved::Page(page) if self.compaction.blocks_reads(page.run.segment) => {
+                        return Err(ReadError::Busy);
+                    }
                     Resolved::Record(slot) => slot,
                     Resolved::Page(page) => {
                         let (disk, stats, events) =
@@ -515,6 +544,27 @@ impl<D: Disk> Journal<D> {
     /// `SEAL_RETRY_INTERVAL_SUBMITS` submits; the server calls this on its clock.
     pub fn seal_retry_now(&mut self) {
         self.seal.retry_now();
+        self.compaction.retry_now();
+    }
+
+    /// Lets compaction move `bytes` more bytes (reads and writes): the server grants its
+    /// rate times the time passed, on its clock, so the engine needs none. Idle credit is
+    /// capped at a short burst; a grant larger than that stands alone (tests grant
+    /// `u64::MAX` for no limit).
+    pub fn compaction_grant(&mut self, bytes: u64) {
+        self.compaction.grant(bytes);
+    }
+
+    /// True while a compaction job runs (its copy not yet in place).
+    #[must_use]
+    pub fn compaction_running(&self) -> bool {
+        self.compaction.segment().is_some()
+    }
+
+    /// Segments taken out of compaction because a record or index page failed its check.
+    #[must_use]
+    pub fn compaction_refused(&self) -> usize {
+        self.compaction.refused()
     }
 
     /// True while no segment can be created (disk full): adds get `ReadOnly`.
@@ -528,7 +578,7 @@ impl<D: Disk> Journal<D> {
     pub fn is_idle(&self) -> bool {
         self.commits.is_idle()
             && self.zero_ahead.is_idle()
-            && (self.seal.is_idle() || self.commits.is_poisoned())
+            && ((self.seal.is_idle() && self.compaction.is_idle()) || self.commits.is_poisoned())
     }
 
     /// The oldest commit submitted and not yet durable, with the stage it waits in: what the

@@ -295,6 +295,17 @@ impl Reads {
         Ok(())
     }
 
+    /// True when a disk read of `segment` or of its index is in flight.
+    pub(super) fn in_flight_on(&self, segment: SegmentId) -> bool {
+        self.slots.iter().any(|read| {
+            read.state == ReadState::InFlight
+                && match read.page {
+                    Some(page) => page.run.segment == segment,
+                    None => read.location.segment == segment,
+                }
+        })
+    }
+
     /// The index page a read in flight is fetching, if that is its step.
     pub(super) fn page_pending(&self, slot: usize) -> Option<PageRead> {
         let read = &self.slots[slot];
@@ -561,6 +572,16 @@ impl<D: Disk> Journal<D> {
             }
             None => self.entry_resolve(ledger, entry, page.candidate + 1),
         };
+        // A segment about to be replaced by its compacted copy takes no new read.
+        let next = next.and_then(|resolved| match resolved {
+            Resolved::Record(found) if self.compaction.blocks_reads(found.location().segment) => {
+                Err(ReadError::Busy)
+            }
+            Resolved::Page(page) if self.compaction.blocks_reads(page.run.segment) => {
+                Err(ReadError::Busy)
+            }
+            resolved => Ok(resolved),
+        });
         let (disk, stats, events) = (&mut self.disk, &mut self.stats, &mut self.events);
         match next {
             Ok(Resolved::Record(found)) => self.reads.continue_record(

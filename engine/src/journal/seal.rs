@@ -21,7 +21,7 @@ use crate::constants::SEAL_CHUNK_SIZE;
 use crate::disk::{BufferId, Disk, DiskOp, WriteSync};
 use crate::ids::{FileId, Sequence};
 use crate::index::SealedSegment;
-use crate::index_build::{self, IndexWriter, SegmentSpan};
+use crate::index_build::{self, IndexWriter, SegmentSpan, SlotSource};
 use crate::stdx::to_u64;
 use std::collections::VecDeque;
 
@@ -103,6 +103,11 @@ impl Seal {
         self.deletions += 1;
     }
 
+    /// Sealed segments may have become dead (a compacted copy replaced one).
+    pub(super) fn removal_recheck(&mut self) {
+        self.removal_check = true;
+    }
+
     /// True while a deletion is not yet in a durable checkpoint.
     pub(super) fn deletions_pending(&self) -> bool {
         self.deletions_durable < self.deletions
@@ -179,7 +184,8 @@ impl<D: Disk> Journal<D> {
             Phase::IndexWrite(writer) => {
                 let position = writer.produced();
                 let out = self.disk.buffer_mut(buffer);
-                let length = writer.fill(&self.index, &mut out[..SEAL_CHUNK_SIZE]);
+                let length =
+                    writer.fill(SlotSource::Index(&self.index), &mut out[..SEAL_CHUNK_SIZE]);
                 let file = index_file.expect("an index job seals a segment");
                 self.disk
                     .submit_write(token, file, position, buffer, length, WriteSync::None)
@@ -255,8 +261,12 @@ impl<D: Disk> Journal<D> {
             return;
         }
         let resume = self.seal.resume();
-        let Some(&segment) = self.index.sealed_segments_dead(resume.segment).first() else {
-            self.seal.removal_check = false;
+        // Not the segment compaction is copying: it reads it until the copy replaces it (and
+        // the copy, holding only deleted ledgers' records, is then dead and removed in turn).
+        let compacting = self.compaction.segment();
+        let dead = self.index.sealed_segments_dead(resume.segment);
+        let Some(&segment) = dead.iter().find(|&&segment| Some(segment) != compacting) else {
+            self.seal.removal_check = compacting.is_some_and(|segment| dead.contains(&segment));
             return;
         };
         let disk = &mut self.disk;
@@ -314,8 +324,12 @@ impl<D: Disk> Journal<D> {
                     slot_table_offset,
                     slot_count,
                     bytes_live: 0,
+                    generation: 0,
+                    file_size: self.config.segment_size,
                 };
                 self.index.seal(segment, table, writer.runs());
+                // Ledgers deleted before the seal leave the new segment part dead.
+                self.compaction.replan();
                 self.stats.segments_sealed += 1;
                 self.stats.index_bytes_written += writer.file_size();
                 Some(Phase::CheckpointStart)

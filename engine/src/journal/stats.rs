@@ -56,6 +56,16 @@ pub struct Stats {
     /// Sealed segments removed because nothing in them was live, and their bytes.
     pub segments_removed: u64,
     pub segment_bytes_removed: u64,
+    /// Compaction jobs started, and finished (the copy replaced its segment).
+    pub compactions_started: u64,
+    pub compactions_done: u64,
+    /// Bytes compaction wrote (copies and their indexes), and segment file bytes it gave back.
+    pub compaction_bytes_written: u64,
+    pub compaction_bytes_freed: u64,
+    /// Compaction jobs abandoned after an I/O error (retried later).
+    pub compaction_failures: u64,
+    /// Segments taken out of compaction because a record or index page failed its check.
+    pub compaction_refusals: u64,
     /// File creations (with their fallocate) and publications (rename and directory fsync)
     /// of segments, indexes and checkpoints: the calls that block the shard's thread.
     pub metadata_calls: u64,

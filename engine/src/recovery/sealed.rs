@@ -2,7 +2,7 @@
 //! index; rebuild (from the segment's records) and write back an index that is missing or
 //! corrupt. A file of a format version this build does not know refuses the open.
 
-use super::{io_error, next_record, Scan, Window};
+use super::{io_error, next_record, Scan, SegmentFile, Window};
 use crate::checkpoint::{self, CheckpointHeader, LedgerState, Tombstone};
 use crate::config::Config;
 use crate::constants::{RECORD_HEADER_SIZE, RECOVERY_CHUNK_SIZE, SECTOR_SIZE, SEGMENT_HEADER_SIZE};
@@ -11,7 +11,7 @@ use crate::error::{CorruptReason, OpenError};
 use crate::ids::FileId;
 use crate::ids::{Location, Position, SegmentId, Sequence};
 use crate::index::{Index, SealedSegment, Slot};
-use crate::index_build::{self, IndexWriter, SegmentSpan};
+use crate::index_build::{self, IndexWriter, SegmentSpan, SlotSource};
 use crate::index_file::{self, FileFormatError, RUN_TABLE_OFFSET};
 use crate::record::RecordError;
 use crate::stdx::{align_up_u64, to_u64, to_usize};
@@ -118,16 +118,17 @@ pub(super) fn sealed_load<D: Disk>(
     window: &mut Window<'_, D>,
     config: &Config,
     segment: SegmentId,
+    file: SegmentFile,
     scan: &mut Scan,
     report: &mut super::OpenReport,
 ) -> Result<(), OpenError> {
-    match index_load(window, config, segment)? {
+    match index_load(window, config, segment, file)? {
         Ok((table, runs)) => {
             scan.index.seal(segment, table, &runs);
             report.indexes_loaded += 1;
         }
         Err(reason) => {
-            rebuild(window, config, segment, scan)?;
+            rebuild(window, segment, file, scan)?;
             report.indexes_rebuilt.push((segment, reason));
         }
     }
@@ -141,6 +142,7 @@ fn index_load<D: Disk>(
     window: &mut Window<'_, D>,
     config: &Config,
     segment: SegmentId,
+    segment_file: SegmentFile,
 ) -> Result<IndexLoad, OpenError> {
     let file = FileId::Index(segment);
     let size = match window.disk.file_open(file) {
@@ -168,7 +170,15 @@ fn index_load<D: Disk>(
             }
         }
     };
-    if header.data_end > config.segment_size {
+    if header.generation != segment_file.generation {
+        // A crash between a compacted copy's two renames: the segment was replaced, its
+        // index not yet.
+        return Ok(Err(format!(
+            "{file} describes generation {} of a segment now at generation {}",
+            header.generation, segment_file.generation
+        )));
+    }
+    if header.data_end > config.segment_size.min(segment_file.file_size) {
         return Ok(Err(format!("{file}: data end beyond the segment")));
     }
     let table_offset = index_file::slot_table_offset(header.run_count);
@@ -181,6 +191,8 @@ fn index_load<D: Disk>(
         slot_table_offset: table_offset,
         slot_count: header.slot_count,
         bytes_live: 0,
+        generation: header.generation,
+        file_size: segment_file.file_size,
     };
     Ok(Ok((table, runs)))
 }
@@ -189,8 +201,8 @@ fn index_load<D: Disk>(
 /// before its end is corruption), writes its index, and seals it in the index.
 fn rebuild<D: Disk>(
     window: &mut Window<'_, D>,
-    config: &Config,
     segment: SegmentId,
+    file: SegmentFile,
     scan: &mut Scan,
 ) -> Result<(), OpenError> {
     let mut alone = Scan {
@@ -201,7 +213,7 @@ fn rebuild<D: Disk>(
         segment_sequence_first: None,
         spans: Vec::new(),
     };
-    let size = config.segment_size;
+    let size = file.file_size;
     let mut position = to_u64(SEGMENT_HEADER_SIZE);
     while position + to_u64(RECORD_HEADER_SIZE) <= size {
         match next_record(window, segment, position, &mut alone)? {
@@ -229,6 +241,7 @@ fn rebuild<D: Disk>(
             .map_or(Sequence(0), |next| Sequence(next.0 - 1)),
         checksum_last: alone.checksum_previous,
         data_end: align_up_u64(position, to_u64(SECTOR_SIZE)),
+        generation: file.generation,
     };
     let mut index = alone.index;
     let mut writer = IndexWriter::new(span, index_build::runs_of(&index, segment));
@@ -238,6 +251,8 @@ fn rebuild<D: Disk>(
         slot_table_offset,
         slot_count,
         bytes_live: 0,
+        generation: file.generation,
+        file_size: file.file_size,
     };
     index.seal(segment, table, writer.runs());
     scan.index = index;
@@ -258,7 +273,7 @@ fn index_write<D: Disk>(
     while !writer.is_done() {
         let position = writer.produced();
         let out = disk.buffer_mut(window.buffer);
-        let length = writer.fill(index, &mut out[..RECOVERY_CHUNK_SIZE]);
+        let length = writer.fill(SlotSource::Index(index), &mut out[..RECOVERY_CHUNK_SIZE]);
         disk.write_blocking(file, position, window.buffer, length)
             .map_err(io_error("writing an index"))?;
     }

@@ -43,7 +43,7 @@ fn segments(disk: &mut SimDisk) -> Vec<SegmentId> {
         .into_iter()
         .filter_map(|file| match file {
             FileId::Segment(segment) => Some(segment),
-            FileId::Index(_) | FileId::Checkpoint => None,
+            _ => None,
         })
         .collect()
 }

@@ -154,9 +154,21 @@ pub fn read_entry<D: Disk>(
     } else {
         ReadTarget::Entry(EntryId(entry))
     };
-    match journal.read(9, LedgerId(ledger), target)? {
-        ReadOutcome::Ready { body, .. } => return Ok(body.to_vec()),
-        ReadOutcome::Pending => {}
+    // A segment about to be replaced by its compacted copy turns reads away for a moment.
+    let mut attempts = 0;
+    let ready = loop {
+        match journal.read(9, LedgerId(ledger), target) {
+            Ok(ReadOutcome::Ready { body, .. }) => break Some(body.to_vec()),
+            Ok(ReadOutcome::Pending) => break None,
+            Err(crate::ReadError::Busy) if attempts < 3 => {
+                attempts += 1;
+                drive(journal);
+            }
+            Err(error) => return Err(error),
+        }
+    };
+    if let Some(body) = ready {
+        return Ok(body);
     }
     for event in drive(journal) {
         if let Event::ReadDone { slot, .. } = event {

@@ -268,6 +268,7 @@ fn index_file_round_trips_and_rejects_damage() {
         checksum_last: 0xABCD,
         checksum_runs: crc32c::crc32c(&table),
         data_end: 65536,
+        generation: 3,
     };
     let size = index_file::file_size(2, 11);
     assert_eq!(size, 4096 * 3);
@@ -293,10 +294,23 @@ fn index_file_round_trips_and_rejects_damage() {
         Err(FileFormatError::Checksum)
     );
     let mut newer = sector.clone();
-    newer[4] = 2;
+    newer[4] = 3;
     assert_eq!(
         index_file::decode_header(&newer, SegmentId(7), size),
-        Err(FileFormatError::Version(2))
+        Err(FileFormatError::Version(3))
+    );
+    // Version 1, written before compaction: no generation, the checksum at 56.
+    let mut legacy = sector.clone();
+    legacy[4] = 1;
+    legacy[56..64].fill(0);
+    let checksum = crc32c::crc32c(&legacy[..56]);
+    legacy[56..60].copy_from_slice(&checksum.to_le_bytes());
+    assert_eq!(
+        index_file::decode_header(&legacy, SegmentId(7), size),
+        Ok(IndexHeader {
+            generation: 0,
+            ..header
+        })
     );
     let mut table_bad = table.clone();
     table_bad[0] ^= 1;

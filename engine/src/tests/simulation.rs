@@ -25,6 +25,9 @@ struct Coverage {
     segments_removed: u64,
     /// Opens after a crash that had a deletion not yet durable.
     crashes_with_deletions_pending: u64,
+    /// Compacted copies that replaced their segment, and crashes with a copy under way.
+    compactions_done: u64,
+    crashes_while_compacting: u64,
 }
 
 /// Runs one seed; returns what it exercised.
@@ -38,6 +41,9 @@ fn run_seed(seed: u64) -> Coverage {
         } else {
             crate::SyncMode::LinkedFdatasync
         },
+        // Compaction of segments up to 90% live, or off: deletions here leave few segments
+        // mostly dead, and the seeds must crash in the middle of copies.
+        compaction_threshold_minor_per_mille: if rng.below(4) == 0 { 0 } else { 900 },
         ..config_small()
     };
     let mut disk = SimDisk::new(rng.next_u64());
@@ -67,6 +73,8 @@ fn run_seed(seed: u64) -> Coverage {
             journal.delete_ledger(LedgerId(ledger));
         }
         model.pending.clear();
+        // Compaction's rate: unlimited, or a trickle so copies span many turns.
+        let grant = if rng.below(2) == 0 { u64::MAX } else { 8192 };
         // Faults for this round: most rounds clean, some with I/O errors.
         journal.disk_mut().faults = SimFaults {
             write_error_ppm: if rng.below(5) == 0 { 20_000 } else { 0 },
@@ -112,6 +120,7 @@ fn run_seed(seed: u64) -> Coverage {
                     entry_next[slot] = 0;
                 }
             }
+            journal.compaction_grant(grant);
             journal.submit();
             journal.poll();
             let mut events = Vec::new();
@@ -127,6 +136,8 @@ fn run_seed(seed: u64) -> Coverage {
         coverage.ledgers_deleted += stats.ledgers_deleted;
         coverage.segments_removed += stats.segments_removed;
         coverage.crashes_with_deletions_pending += u64::from(journal.deletions_pending());
+        coverage.compactions_done += stats.compactions_done;
+        coverage.crashes_while_compacting += u64::from(journal.compaction_running());
         if !journal.deletions_pending() {
             deleted_durable = model.deleted.keys().copied().collect();
         }
@@ -165,6 +176,8 @@ fn simulation() {
                 total.ledgers_deleted += coverage.ledgers_deleted;
                 total.segments_removed += coverage.segments_removed;
                 total.crashes_with_deletions_pending += coverage.crashes_with_deletions_pending;
+                total.compactions_done += coverage.compactions_done;
+                total.crashes_while_compacting += coverage.crashes_while_compacting;
             }
             Err(_) => {
                 println!("seed {seed} FAILED; reproduce: make sim SEED={seed}");
@@ -189,6 +202,11 @@ fn simulation() {
         assert!(
             total.crashes_with_deletions_pending > 0,
             "no crash with a deletion pending"
+        );
+        assert!(total.compactions_done > 0, "no segment compacted");
+        assert!(
+            total.crashes_while_compacting > 0,
+            "no crash in the middle of a compaction"
         );
     }
 }

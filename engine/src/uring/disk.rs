@@ -151,6 +151,27 @@ impl Disk for UringDisk {
         self.buffers[id.0 as usize].as_mut_slice()
     }
 
+    fn buffer_copy(
+        &mut self,
+        from: BufferId,
+        range: std::ops::Range<usize>,
+        to: BufferId,
+        offset: usize,
+    ) {
+        let (from, to) = (from.0 as usize, to.0 as usize);
+        assert_ne!(from, to, "a copy between two buffers");
+        assert_eq!(self.buffers_busy[to], 0, "buffer {to} is in flight");
+        let length = range.len();
+        let (source, target) = if from < to {
+            let (low, high) = self.buffers.split_at_mut(to);
+            (&low[from], &mut high[0])
+        } else {
+            let (low, high) = self.buffers.split_at_mut(from);
+            (&high[0], &mut low[to])
+        };
+        target.as_mut_slice()[offset..offset + length].copy_from_slice(&source.as_slice()[range]);
+    }
+
     fn files_list(&mut self) -> io::Result<Vec<FileId>> {
         let mut files = Vec::new();
         let mut removed = false;
@@ -215,6 +236,23 @@ impl Disk for UringDisk {
         // rename(2) replaces an existing `to` atomically: a crash leaves the old or the new.
         std::fs::rename(from, to)?;
         self.directory_file.sync_all()
+    }
+
+    fn file_replace(&mut self, from: FileId, to: FileId) -> io::Result<()> {
+        let source = self.directory.join(temporary_file_name(from));
+        let target = self.directory.join(file_name(to));
+        std::fs::rename(source, target)?;
+        self.directory_file.sync_all()?;
+        let fd = self.files.remove(&from).ok_or(io::ErrorKind::NotFound)?;
+        // Dropping the old descriptor closes the replaced file, whose blocks go back to the
+        // file system now that no name refers to it.
+        self.files.insert(to, fd);
+        Ok(())
+    }
+
+    fn file_discard(&mut self, id: FileId) {
+        self.files.remove(&id);
+        let _ = std::fs::remove_file(self.directory.join(temporary_file_name(id)));
     }
 
     fn file_remove(&mut self, id: FileId) -> io::Result<()> {

@@ -14,8 +14,15 @@ impl Shard {
         if now.duration_since(self.tick_last) < Duration::from_millis(limits::LOOP_WAIT_MS_MAX) {
             return;
         }
+        let elapsed = now.duration_since(self.tick_last);
         self.tick_last = now;
         self.read_only_check();
+        // Compaction's byte budget comes from this clock: the engine has none.
+        let rate = u128::from(self.config.compaction_rate_bytes_per_s);
+        let grant = rate * elapsed.as_micros() / 1_000_000;
+        self.bookie
+            .journal
+            .compaction_grant(u64::try_from(grant).unwrap_or(u64::MAX));
         self.stall_check(now);
         // Long-poll deadlines are checked at this granularity.
         self.parked_check = true;
