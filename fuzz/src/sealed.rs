@@ -115,8 +115,14 @@ fn index_repair(bytes: &mut [u8]) {
             }
         }
     }
-    let checksum = crc32c::crc32c(&bytes[0..56]);
-    bytes[56..60].copy_from_slice(&checksum.to_le_bytes());
+    // Version 1 has its header checksum at 56, version 2 (the generation at 56) at 60.
+    let checksum_at = if bytes[4] == index_file::INDEX_VERSION_V1 {
+        56
+    } else {
+        60
+    };
+    let checksum = crc32c::crc32c(&bytes[0..checksum_at]);
+    bytes[checksum_at..checksum_at + 4].copy_from_slice(&checksum.to_le_bytes());
 }
 
 /// Recomputes the checksums of a checkpoint laid over by the input.
@@ -160,7 +166,7 @@ pub fn sealed_open(data: &[u8]) {
                 match target {
                     FileId::Index(_) => index_repair(&mut bytes),
                     FileId::Checkpoint => checkpoint_repair(&mut bytes),
-                    FileId::Segment(_) => unreachable!("targets are index or checkpoint"),
+                    _ => unreachable!("targets are index or checkpoint"),
                 }
             }
         }

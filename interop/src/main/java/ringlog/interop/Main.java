@@ -70,6 +70,15 @@ public final class Main {
                         "gcWaitTime", "1000", "logSizeLimit", "4194304",
                         "flushInterval", "1000", "minorCompactionInterval", "2",
                         "majorCompactionInterval", "4", "compactionRateByEntries", "100000")),
+                // The same with the 20 ledgers written at once, so every segment and entry log
+                // holds all of them and space comes back only by compaction: 2 GB, or about
+                // 100 MB with -Dquick=true.
+                new Scenario("gc-compact-interleaved", 1, 480,
+                        c -> Scenarios.gcCompactInterleaved(c, options.quick()), Map.of(
+                        "--gc-interval-ms", "1000", "--segment-size", "16777216",
+                        "gcWaitTime", "1000", "logSizeLimit", "16777216",
+                        "flushInterval", "1000", "minorCompactionInterval", "2",
+                        "majorCompactionInterval", "4", "compactionRateByEntries", "1000000")),
                 new Scenario("bench-writes", 1, options.benchSeconds() + 150,
                         c -> BenchWrites.run(c, options.benchSeconds()),
                         BenchWrites.JAVA_BOOKIE_SETTINGS));

@@ -399,6 +399,92 @@ final class Scenarios {
                 100.0 * (before - after) / before, reclaimSeconds, restarted);
     }
 
+    /**
+     * 7. Compaction: 20 ledgers written at once (every segment and entry log holds all 20),
+     * 2 GB in all (-Dquick: about 100 MB), 18 deleted: the data directory shrinks by at least
+     * 80% (only compaction can do it: no segment is wholly dead), stays so across a SIGKILL
+     * restart, and the 2 kept ledgers read back byte for byte after it.
+     */
+    static String gcCompactInterleaved(Cluster cluster, boolean quick) throws Exception {
+        int ledgerCount = 20;
+        int keptCount = 2;
+        // Entry bodies average about 520 bytes (Entries.body).
+        int entryCount = quick ? 10_000 : 200_000;
+        BookKeeper client = cluster.client(conf -> { });
+        Bookie bookie = cluster.bookies.get(0);
+        LedgerHandle[] handles = new LedgerHandle[ledgerCount];
+        long[] ids = new long[ledgerCount];
+        for (int index = 0; index < ledgerCount; index++) {
+            handles[index] = client.createLedger(1, 1, 1, DigestType.CRC32C, PASSWORD);
+            ids[index] = handles[index].getId();
+        }
+        step("write " + ledgerCount + " ledgers interleaved");
+        long writeStart = System.nanoTime();
+        addAllInterleaved(handles, entryCount);
+        double writeSeconds = seconds(System.nanoTime() - writeStart);
+        for (LedgerHandle handle : handles) {
+            handle.close();
+        }
+        step("wait for the data on disk");
+        long before = bytesSettled(bookie.dataDirectory());
+        step("deleteLedger x" + (ledgerCount - keptCount));
+        for (int index = keptCount; index < ledgerCount; index++) {
+            client.deleteLedger(ids[index]);
+        }
+        long deleted = System.nanoTime();
+        step("wait for the data directory to shrink by 80%");
+        long after = directoryBytes(bookie.dataDirectory());
+        long deadline = deleted + TimeUnit.SECONDS.toNanos(180);
+        while (after * 5 > before && System.nanoTime() < deadline) {
+            Thread.sleep(200);
+            after = directoryBytes(bookie.dataDirectory());
+        }
+        double reclaimSeconds = seconds(System.nanoTime() - deleted);
+        Check.that(after * 5 <= before, "the data directory went from " + before + " to "
+                + after + " bytes in " + reclaimSeconds + " s, not down by 80%");
+        after = bytesSettled(bookie.dataDirectory());
+        step("SIGKILL and restart");
+        bookie.kill();
+        bookie.start();
+        long restarted = directoryBytes(bookie.dataDirectory());
+        Check.that(restarted * 5 <= before, "after a SIGKILL restart the data directory holds "
+                + restarted + " bytes of the " + before + " before the deletions");
+        step("read the kept ledgers back after the restart");
+        BookKeeper reader = cluster.client(conf -> { });
+        double readSeconds = 0;
+        for (int index = 0; index < keptCount; index++) {
+            LedgerHandle kept = reader.openLedger(ids[index], DigestType.CRC32C, PASSWORD);
+            readSeconds += readAndVerify(kept, ids[index], entryCount);
+            kept.close();
+        }
+        return String.format("ledgers=%d deleted=%d entries_per_ledger=%d write_s=%.1f"
+                + " bytes_before=%d bytes_after=%d shrink_pct=%.1f reclaim_s=%.1f"
+                + " bytes_after_restart=%d kept_read_s=%.1f",
+                ledgerCount, ledgerCount - keptCount, entryCount, writeSeconds, before, after,
+                100.0 * (before - after) / before, reclaimSeconds, restarted, readSeconds);
+    }
+
+    /** Adds entries 0..count-1 to every handle in turn, up to 1,000 outstanding in all. */
+    static void addAllInterleaved(LedgerHandle[] handles, int count) throws Exception {
+        Semaphore outstanding = new Semaphore(1_000);
+        AtomicReference<String> error = new AtomicReference<>();
+        for (int index = 0; index < count; index++) {
+            for (LedgerHandle handle : handles) {
+                outstanding.acquire();
+                handle.asyncAddEntry(Entries.body(handle.getId(), index),
+                        (rc, lh, entryId, ctx) -> {
+                            if (rc != BKException.Code.OK) {
+                                error.compareAndSet(null, "ledger " + lh.getId() + " entry "
+                                        + ctx + ": " + BKException.getMessage(rc));
+                            }
+                            outstanding.release();
+                        }, index);
+            }
+        }
+        Check.that(outstanding.tryAcquire(1_000, 120, TimeUnit.SECONDS), "adds still outstanding");
+        Check.that(error.get() == null, "an add failed: " + error.get());
+    }
+
     /** Adds entries 0..count-1 with up to 1,000 outstanding; fails on any error. */
     static void addAll(LedgerHandle handle, int count) throws Exception {
         Semaphore outstanding = new Semaphore(1_000);
