@@ -75,8 +75,8 @@ public final class Main {
                 // 100 MB with -Dquick=true.
                 new Scenario("gc-compact-interleaved", 1, 480,
                         c -> Scenarios.gcCompactInterleaved(c, options.quick()), Map.of(
-                        "--gc-interval-ms", "1000", "--segment-size", "16777216",
-                        "gcWaitTime", "1000", "logSizeLimit", "16777216",
+                        "--gc-interval-ms", "1000", "--segment-size", "4194304",
+                        "gcWaitTime", "1000", "logSizeLimit", "4194304",
                         "flushInterval", "1000", "minorCompactionInterval", "2",
                         "majorCompactionInterval", "4", "compactionRateByEntries", "1000000")),
                 new Scenario("bench-writes", 1, options.benchSeconds() + 150,

@@ -409,7 +409,7 @@ final class Scenarios {
         int ledgerCount = 20;
         int keptCount = 2;
         // Entry bodies average about 520 bytes (Entries.body).
-        int entryCount = quick ? 10_000 : 200_000;
+        int entryCount = quick ? 15_000 : 200_000;
         BookKeeper client = cluster.client(conf -> { });
         Bookie bookie = cluster.bookies.get(0);
         LedgerHandle[] handles = new LedgerHandle[ledgerCount];
