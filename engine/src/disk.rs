@@ -10,6 +10,18 @@ pub mod sim;
 use crate::ids::FileId;
 use std::io;
 
+/// Two different elements of a slice, one to read and one to write (`Disk::buffer_copy`).
+pub(crate) fn pair_mut<T>(items: &mut [T], read: usize, write: usize) -> (&T, &mut T) {
+    assert_ne!(read, write, "two different elements");
+    if read < write {
+        let (low, high) = items.split_at_mut(write);
+        (&low[read], &mut high[0])
+    } else {
+        let (low, high) = items.split_at_mut(read);
+        (&high[0], &mut low[write])
+    }
+}
+
 /// Index of a buffer allocated by `Disk::buffers_allocate`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct BufferId(pub u32);

@@ -455,16 +455,9 @@ impl Disk for SimDisk {
         offset: usize,
     ) {
         let (from, to) = (from.0 as usize, to.0 as usize);
-        assert_ne!(from, to, "a copy between two buffers");
         assert_eq!(self.buffers_busy[to], 0, "buffer {to} is in flight");
         let length = range.len();
-        let (source, target) = if from < to {
-            let (low, high) = self.buffers.split_at_mut(to);
-            (&low[from], &mut high[0])
-        } else {
-            let (low, high) = self.buffers.split_at_mut(from);
-            (&high[0], &mut low[to])
-        };
+        let (source, target) = crate::disk::pair_mut(&mut self.buffers, from, to);
         target[offset..offset + length].copy_from_slice(&source[range]);
     }
 

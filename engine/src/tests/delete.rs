@@ -1,7 +1,7 @@
 //! Deleting ledgers: tombstones, live bytes, and removal of sealed segments left with nothing
 //! live (issue 14's engine part; the collector that calls `delete_ledger` is the server's).
 
-use super::harness::{add, config_small, drive, read_entry, verify_all, Model, KEY};
+use super::harness::{add, add_all, config_small, drive, read_entry, verify_all, Model, KEY};
 use crate::disk::Disk;
 use crate::error::{AddError, OpenError, ReadError};
 use crate::ids::{EntryId, FileId, LedgerId, SegmentId};
@@ -18,23 +18,10 @@ fn config() -> Config {
 /// Writes `count` entries of 100 bytes to each of `ledgers` in turn, one ledger after the
 /// other, so each ledger fills segments of its own.
 fn fill_each(journal: &mut Journal<SimDisk>, model: &mut Model, ledgers: &[i64], count: i64) {
-    let mut token = 0u64;
-    for &ledger in ledgers {
-        for entry in 0..count {
-            while !add(journal, model, token, ledger, entry, 100) {
-                model.apply(&drive(journal));
-            }
-            token = (token + 1) % 9000;
-            if entry % 8 == 0 {
-                journal.submit();
-                journal.poll();
-                let mut events = Vec::new();
-                journal.events_swap(&mut events);
-                model.apply(&events);
-            }
-        }
-        model.apply(&drive(journal));
-    }
+    let order = ledgers
+        .iter()
+        .flat_map(|&ledger| (0..count).map(move |entry| (ledger, entry)));
+    add_all(journal, model, order, 100);
 }
 
 fn segments(disk: &mut SimDisk) -> Vec<SegmentId> {

@@ -123,6 +123,33 @@ pub fn add(
     result.is_ok()
 }
 
+/// Adds each (ledger, entry) of `order` with a `size`-byte body, in that order, driving the
+/// journal when staging is full and every 8 adds, then until every add is durable.
+pub fn add_all(
+    journal: &mut Journal<SimDisk>,
+    model: &mut Model,
+    order: impl IntoIterator<Item = (i64, i64)>,
+    size: usize,
+) {
+    // Tokens from 10 000 up are the model's non-add records; adds cycle below it (few are
+    // pending at once).
+    let mut token = model.acked.len() as u64 % 9000;
+    for (i, (ledger, entry)) in order.into_iter().enumerate() {
+        while !add(journal, model, token, ledger, entry, size) {
+            model.apply(&drive(journal));
+        }
+        token = (token + 1) % 9000;
+        if i % 8 == 0 {
+            journal.submit();
+            journal.poll();
+            let mut events = Vec::new();
+            journal.events_swap(&mut events);
+            model.apply(&events);
+        }
+    }
+    model.apply(&drive(journal));
+}
+
 /// Reads every acked entry back and compares bytes; reads of disk go through `drive`. A
 /// deleted ledger is absent, or (its deletion not durable before a crash) back with exactly
 /// the entries it had: never other data.

@@ -2,7 +2,7 @@
 //! that scan only what the checkpoint does not cover, and what open does with a missing,
 //! corrupt or unknown index or checkpoint.
 
-use super::harness::{add, config_small, drive, verify_all, Model};
+use super::harness::{add_all, config_small, drive, verify_all, Model};
 use crate::checkpoint::{self, CheckpointHeader, LedgerState};
 use crate::disk::Disk;
 use crate::error::OpenError;
@@ -12,33 +12,21 @@ use crate::index_file::{self, FileFormatError, IndexHeader, Run, PAGE_SLOTS};
 use crate::journal::Journal;
 use crate::{Config, SimDisk};
 
-/// Writes `count` entries of `size` bytes round-robin over `ledgers`, driving to durable.
+/// Writes `count` entries of `size` bytes round-robin over `ledgers`, driving to durable;
+/// each ledger goes on from its highest acknowledged entry.
 fn fill(journal: &mut Journal<SimDisk>, model: &mut Model, ledgers: i64, count: i64, size: usize) {
-    // Tokens from 10 000 up are the model's non-add records; adds cycle below it (few are
-    // pending at once).
-    let mut token = model.acked.len() as u64 % 9000;
     let mut next = vec![0i64; usize::try_from(ledgers).unwrap()];
     for &(ledger, entry) in model.acked.keys() {
         let slot = &mut next[usize::try_from(ledger).unwrap()];
         *slot = (*slot).max(entry + 1);
     }
-    for i in 0..count {
+    let order = (0..count).map(|i| {
         let ledger = i % ledgers;
-        let entry = next[usize::try_from(ledger).unwrap()];
-        while !add(journal, model, token, ledger, entry, size) {
-            model.apply(&drive(journal));
-        }
-        next[usize::try_from(ledger).unwrap()] += 1;
-        token = (token + 1) % 9000;
-        if i % 8 == 0 {
-            journal.submit();
-            journal.poll();
-            let mut events = Vec::new();
-            journal.events_swap(&mut events);
-            model.apply(&events);
-        }
-    }
-    model.apply(&drive(journal));
+        let slot = &mut next[usize::try_from(ledger).unwrap()];
+        *slot += 1;
+        (ledger, *slot - 1)
+    });
+    add_all(journal, model, order.collect::<Vec<_>>(), size);
 }
 
 fn config() -> Config {

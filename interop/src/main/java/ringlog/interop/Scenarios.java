@@ -358,17 +358,41 @@ final class Scenarios {
             handle.close();
         }
         double writeSeconds = seconds(System.nanoTime() - writeStart);
+        Reclaim reclaim = deleteAndReclaim(cluster, client, bookie, ids, keptCount,
+                entryCount, 60);
+        return String.format("ledgers=%d deleted=%d entries_per_ledger=%d write_s=%.1f %s",
+                ledgerCount, ledgerCount - keptCount, entryCount, writeSeconds, reclaim);
+    }
+
+    /** What deleteAndReclaim measured. */
+    record Reclaim(long before, long after, double seconds, long afterRestart,
+            double keptReadSeconds) {
+        @Override
+        public String toString() {
+            return String.format("bytes_before=%d bytes_after=%d shrink_pct=%.1f reclaim_s=%.1f"
+                    + " bytes_after_restart=%d kept_read_s=%.1f", before, after,
+                    100.0 * (before - after) / before, seconds, afterRestart, keptReadSeconds);
+        }
+    }
+
+    /**
+     * Deletes all but the first `keptCount` of `ids`; checks that the bookie's data directory
+     * shrinks by at least 80% within `deadlineSeconds` and stays so across a SIGKILL restart,
+     * after which the kept ledgers must read back byte for byte.
+     */
+    static Reclaim deleteAndReclaim(Cluster cluster, BookKeeper client, Bookie bookie,
+            long[] ids, int keptCount, int entryCount, int deadlineSeconds) throws Exception {
         // The Java bookie writes its entry logs at its flush (flushInterval): wait for them.
         step("wait for the data on disk");
         long before = bytesSettled(bookie.dataDirectory());
-        step("deleteLedger x" + (ledgerCount - keptCount));
-        for (int index = keptCount; index < ledgerCount; index++) {
+        step("deleteLedger x" + (ids.length - keptCount));
+        for (int index = keptCount; index < ids.length; index++) {
             client.deleteLedger(ids[index]);
         }
         long deleted = System.nanoTime();
         step("wait for the data directory to shrink by 80%");
         long after = directoryBytes(bookie.dataDirectory());
-        long deadline = deleted + TimeUnit.SECONDS.toNanos(60);
+        long deadline = deleted + TimeUnit.SECONDS.toNanos(deadlineSeconds);
         while (after * 5 > before && System.nanoTime() < deadline) {
             Thread.sleep(200);
             after = directoryBytes(bookie.dataDirectory());
@@ -387,16 +411,13 @@ final class Scenarios {
                 + restarted + " bytes of the " + before + " before the deletions");
         step("read the kept ledgers back after the restart");
         BookKeeper reader = cluster.client(conf -> { });
+        double readSeconds = 0;
         for (int index = 0; index < keptCount; index++) {
             LedgerHandle kept = reader.openLedger(ids[index], DigestType.CRC32C, PASSWORD);
-            readAndVerify(kept, ids[index], entryCount);
+            readSeconds += readAndVerify(kept, ids[index], entryCount);
             kept.close();
         }
-        return String.format("ledgers=%d deleted=%d entries_per_ledger=%d write_s=%.1f"
-                + " bytes_before=%d bytes_after=%d shrink_pct=%.1f reclaim_s=%.1f"
-                + " bytes_after_restart=%d",
-                ledgerCount, ledgerCount - keptCount, entryCount, writeSeconds, before, after,
-                100.0 * (before - after) / before, reclaimSeconds, restarted);
+        return new Reclaim(before, after, reclaimSeconds, restarted, readSeconds);
     }
 
     /**
@@ -425,43 +446,10 @@ final class Scenarios {
         for (LedgerHandle handle : handles) {
             handle.close();
         }
-        step("wait for the data on disk");
-        long before = bytesSettled(bookie.dataDirectory());
-        step("deleteLedger x" + (ledgerCount - keptCount));
-        for (int index = keptCount; index < ledgerCount; index++) {
-            client.deleteLedger(ids[index]);
-        }
-        long deleted = System.nanoTime();
-        step("wait for the data directory to shrink by 80%");
-        long after = directoryBytes(bookie.dataDirectory());
-        long deadline = deleted + TimeUnit.SECONDS.toNanos(180);
-        while (after * 5 > before && System.nanoTime() < deadline) {
-            Thread.sleep(200);
-            after = directoryBytes(bookie.dataDirectory());
-        }
-        double reclaimSeconds = seconds(System.nanoTime() - deleted);
-        Check.that(after * 5 <= before, "the data directory went from " + before + " to "
-                + after + " bytes in " + reclaimSeconds + " s, not down by 80%");
-        after = bytesSettled(bookie.dataDirectory());
-        step("SIGKILL and restart");
-        bookie.kill();
-        bookie.start();
-        long restarted = directoryBytes(bookie.dataDirectory());
-        Check.that(restarted * 5 <= before, "after a SIGKILL restart the data directory holds "
-                + restarted + " bytes of the " + before + " before the deletions");
-        step("read the kept ledgers back after the restart");
-        BookKeeper reader = cluster.client(conf -> { });
-        double readSeconds = 0;
-        for (int index = 0; index < keptCount; index++) {
-            LedgerHandle kept = reader.openLedger(ids[index], DigestType.CRC32C, PASSWORD);
-            readSeconds += readAndVerify(kept, ids[index], entryCount);
-            kept.close();
-        }
-        return String.format("ledgers=%d deleted=%d entries_per_ledger=%d write_s=%.1f"
-                + " bytes_before=%d bytes_after=%d shrink_pct=%.1f reclaim_s=%.1f"
-                + " bytes_after_restart=%d kept_read_s=%.1f",
-                ledgerCount, ledgerCount - keptCount, entryCount, writeSeconds, before, after,
-                100.0 * (before - after) / before, reclaimSeconds, restarted, readSeconds);
+        Reclaim reclaim = deleteAndReclaim(cluster, client, bookie, ids, keptCount,
+                entryCount, 180);
+        return String.format("ledgers=%d deleted=%d entries_per_ledger=%d write_s=%.1f %s",
+                ledgerCount, ledgerCount - keptCount, entryCount, writeSeconds, reclaim);
     }
 
     /** Adds entries 0..count-1 to every handle in turn, up to 1,000 outstanding in all. */
