@@ -76,6 +76,7 @@ public final class Main {
                 new Scenario("gc-compact-interleaved", 1, 480,
                         c -> Scenarios.gcCompactInterleaved(c, options.quick()), Map.of(
                         "--gc-interval-ms", "1000", "--segment-size", "4194304",
+                        "--compaction-rate-mib", "512",
                         "gcWaitTime", "1000", "logSizeLimit", "4194304",
                         "flushInterval", "1000", "minorCompactionInterval", "2",
                         "majorCompactionInterval", "4", "compactionRateByEntries", "1000000")),
