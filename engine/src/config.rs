@@ -1,9 +1,10 @@
 //! Runtime configuration of a journal, validated once before the first byte moves.
 
 use crate::constants::{
-    COMMITS_IN_FLIGHT_DEFAULT, COMMITS_IN_FLIGHT_MAX, INDEX_CACHE_PAGES_DEFAULT,
-    INDEX_CACHE_PAGES_MAX, READS_IN_FLIGHT_MAX, READ_CACHE_BUFFERS_DEFAULT, READ_CACHE_BUFFERS_MAX,
-    SECTOR_SIZE, SEGMENT_SIZE_DEFAULT, SEGMENT_SIZE_MAX, SEGMENT_SIZE_MIN,
+    COMMITS_IN_FLIGHT_DEFAULT, COMMITS_IN_FLIGHT_MAX, DISK_RESERVE_DEFAULT, DISK_RESERVE_MAX,
+    INDEX_CACHE_PAGES_DEFAULT, INDEX_CACHE_PAGES_MAX, READS_IN_FLIGHT_MAX,
+    READ_CACHE_BUFFERS_DEFAULT, READ_CACHE_BUFFERS_MAX, SECTOR_SIZE, SEGMENT_SIZE_DEFAULT,
+    SEGMENT_SIZE_MAX, SEGMENT_SIZE_MIN,
 };
 
 /// How a commit is made durable.
@@ -46,6 +47,11 @@ pub struct Config {
     /// Pages (4 KiB) of sealed-segment index kept in memory per journal. Default: 8192
     /// (32 MiB). Bounds: 0 ..= 1048576. 0 reads an index page for every sealed read.
     pub index_cache_pages: usize,
+    /// Bytes of the file system left free: a segment is created only if at least this much
+    /// stays free after it (else the journal is read-only until space comes back), so index
+    /// files and checkpoints always have room (`Disk::space_free`). 0 leaves it to the
+    /// allocation. Default: 128 MiB (`DISK_RESERVE_DEFAULT`). Bounds: 0 ..= 1 TiB.
+    pub disk_reserve: u64,
 }
 
 /// Default: no zero-fill. Measured here (docs/durability.md): zero-filling a 1 GiB segment
@@ -65,6 +71,7 @@ impl Default for Config {
             segment_zero_fill: SEGMENT_ZERO_FILL_DEFAULT,
             zero_ahead: true,
             index_cache_pages: INDEX_CACHE_PAGES_DEFAULT,
+            disk_reserve: DISK_RESERVE_DEFAULT,
         }
     }
 }
@@ -120,6 +127,12 @@ impl Config {
             return Err(ConfigError {
                 field: "index_cache_pages",
                 expected: "0..=1048576",
+            });
+        }
+        if self.disk_reserve > DISK_RESERVE_MAX {
+            return Err(ConfigError {
+                field: "disk_reserve",
+                expected: "0..=1099511627776",
             });
         }
         Ok(())

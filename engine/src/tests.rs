@@ -2,6 +2,7 @@
 
 mod allocation;
 mod delete;
+mod disk_full;
 mod file_name;
 mod harness;
 mod journal;
