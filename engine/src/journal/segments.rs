@@ -250,6 +250,10 @@ impl Segments {
 pub(super) fn room_left<D: Disk>(disk: &mut D, config: &Config) -> bool {
     let (size, reserve) = (config.segment_size, config.disk_reserve);
     assert!(size > 0);
+    assert!(
+        reserve <= crate::constants::DISK_RESERVE_MAX,
+        "validated at open"
+    );
     if reserve == 0 {
         return true;
     }
