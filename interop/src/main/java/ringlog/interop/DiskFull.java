@@ -42,45 +42,25 @@ final class DiskFull {
     /** What one ledger's adds did: the bytes acknowledged, and the first error, if any. */
     private record Fill(long bytesAcked, String error) {}
 
+    /** The ledgers written until the file system filled, in order, and the first error. */
+    private record Filled(List<Long> ids, long bytesAcked, String error) {}
+
+    /** Seconds from the deletions to each sign of recovery, and the ledger that took adds. */
+    private record Recovery(double freeSeconds, double writableSeconds, double addSeconds,
+            LedgerHandle ledger) {}
+
     static String run(Cluster cluster) throws Exception {
         Bookie bookie = cluster.bookies.get(0);
         long pid = bookie.pid();
         FileStore store = Files.getFileStore(bookie.dataDirectory());
-        long total = store.getTotalSpace();
         long freeStart = store.getUsableSpace();
         BookKeeper client = cluster.client(conf -> { });
 
         Scenarios.step("fill the file system until an add fails");
-        List<Long> ids = new ArrayList<>();
-        long bytesAcked = 0;
-        String error = null;
         long fillStart = System.nanoTime();
-        long ledgersMax = total / (ENTRIES_PER_LEDGER * (long) ENTRY_SIZE_MIN) + 2;
-        while (error == null) {
-            Check.that(ids.size() < ledgersMax, "wrote " + ids.size() + " ledgers ("
-                    + bytesAcked + " bytes) on a file system of " + total
-                    + " bytes and no add failed");
-            LedgerHandle handle;
-            try {
-                handle = client.createLedger(1, 1, 1, DigestType.CRC32C, Scenarios.PASSWORD);
-            } catch (BKException e) {
-                // Read-only between two ledgers: the client finds no writable bookie.
-                error = "createLedger: " + e.getMessage();
-                break;
-            }
-            ids.add(handle.getId());
-            Fill fill = addUntilError(handle, 0, ENTRIES_PER_LEDGER);
-            bytesAcked += fill.bytesAcked();
-            error = fill.error();
-            try {
-                handle.close();
-            } catch (BKException e) {
-                // A ledger whose adds failed may not close cleanly; it is deleted below.
-                Check.that(error != null, "close of a complete ledger failed: " + e);
-            }
-        }
+        Filled filled = fillUntilError(client, store.getTotalSpace());
+        List<Long> ids = filled.ids();
         long failed = System.nanoTime();
-        double fillSeconds = Scenarios.seconds(failed - fillStart);
         long freeFull = store.getUsableSpace();
         Check.that(ids.size() > KEPT_COUNT + 1, "the file system filled after " + ids.size()
                 + " ledgers; the scenario keeps " + KEPT_COUNT + " and deletes the rest");
@@ -92,8 +72,8 @@ final class DiskFull {
                 && cluster.zk.registration(id) == null) && System.nanoTime() < deadline) {
             Thread.sleep(20);
         }
-        Check.that(cluster.zk.readOnlyRegistration(id) != null, "adds failed (" + error
-                + ") but the bookie is not under " + EmbeddedZooKeeper.READONLY);
+        Check.that(cluster.zk.readOnlyRegistration(id) != null, "adds failed ("
+                + filled.error() + ") but the bookie is not under " + EmbeddedZooKeeper.READONLY);
         Check.that(cluster.zk.registration(id) == null,
                 "the bookie is read-only and still under " + EmbeddedZooKeeper.AVAILABLE);
         double readOnlySeconds = Scenarios.seconds(System.nanoTime() - failed);
@@ -107,33 +87,9 @@ final class DiskFull {
         Scenarios.step("wait for space, the writable registration and an accepted add");
         // Most of the data is deleted: at least half of what filling took must come back.
         long freeWanted = freeFull + (freeStart - freeFull) / 2;
-        double freeSeconds = -1;
-        double writableSeconds = -1;
-        double addSeconds = -1;
-        LedgerHandle after = null;
-        deadline = deleted + TimeUnit.SECONDS.toNanos(90);
-        while (addSeconds < 0 || freeSeconds < 0) {
-            Check.that(System.nanoTime() < deadline, String.format("90 s after the deletions:"
-                    + " free %d of %d MiB wanted, writable registration %s, add accepted %s",
-                    store.getUsableSpace() / MIB, freeWanted / MIB, writableSeconds >= 0,
-                    addSeconds >= 0));
-            double now = Scenarios.seconds(System.nanoTime() - deleted);
-            if (freeSeconds < 0 && store.getUsableSpace() >= freeWanted) {
-                freeSeconds = now;
-            }
-            if (writableSeconds < 0 && cluster.zk.registration(id) != null
-                    && cluster.zk.readOnlyRegistration(id) == null) {
-                writableSeconds = now;
-            }
-            if (writableSeconds >= 0 && addSeconds < 0) {
-                after = addOne(client);
-                if (after != null) {
-                    addSeconds = Scenarios.seconds(System.nanoTime() - deleted);
-                }
-            }
-            Thread.sleep(50);
-        }
+        Recovery recovery = waitForRecovery(cluster, client, store, id, freeWanted, deleted);
         Scenarios.step("write a new ledger");
+        LedgerHandle after = recovery.ledger();
         Fill fill = addUntilError(after, 1, ENTRIES_AFTER);
         Check.that(fill.error() == null, "an add after recovery failed: " + fill.error());
         after.close();
@@ -155,20 +111,105 @@ final class DiskFull {
         }
         Check.that(bookie.alive() && bookie.pid() == pid,
                 "the bookie was restarted or exited (pid " + pid + ")");
-        // The bookie's own account of the moves, above the PASS line.
+        printBookieMoves(bookie);
+        return String.format("fs_mib=%d bytes_written_until_full=%d ledgers=%d fill_s=%.1f"
+                + " readonly_zk_s=%.2f deleted=%d free_start_mib=%d free_full_mib=%d"
+                + " free_after_mib=%d free_back_s=%.1f writable_zk_s=%.1f add_back_s=%.1f"
+                + " entries_verified=%d restarts=0 first_error=\"%s\"",
+                store.getTotalSpace() / MIB, filled.bytesAcked(), ids.size(),
+                Scenarios.seconds(failed - fillStart), readOnlySeconds, ids.size() - KEPT_COUNT,
+                freeStart / MIB, freeFull / MIB, freeAfter / MIB, recovery.freeSeconds(),
+                recovery.writableSeconds(), recovery.addSeconds(), entriesRead,
+                filled.error());
+    }
+
+    /** Ledgers of ENTRIES_PER_LEDGER entries, each closed before the next, until one fails. */
+    private static Filled fillUntilError(BookKeeper client, long total) throws Exception {
+        List<Long> ids = new ArrayList<>();
+        long bytesAcked = 0;
+        long ledgersMax = total / (ENTRIES_PER_LEDGER * (long) ENTRY_SIZE_MIN) + 2;
+        while (true) {
+            Check.that(ids.size() < ledgersMax, "wrote " + ids.size() + " ledgers ("
+                    + bytesAcked + " bytes) on a file system of " + total
+                    + " bytes and no add failed");
+            LedgerHandle handle;
+            try {
+                handle = client.createLedger(1, 1, 1, DigestType.CRC32C, Scenarios.PASSWORD);
+            } catch (BKException e) {
+                // Read-only between two ledgers: the client finds no writable bookie.
+                return new Filled(ids, bytesAcked, "createLedger: " + e.getMessage());
+            }
+            ids.add(handle.getId());
+            Fill fill = addUntilError(handle, 0, ENTRIES_PER_LEDGER);
+            bytesAcked += fill.bytesAcked();
+            try {
+                handle.close();
+            } catch (BKException e) {
+                // A ledger whose adds failed may not close cleanly; it is deleted later.
+                Check.that(fill.error() != null, "close of a complete ledger failed: " + e);
+            }
+            if (fill.error() != null) {
+                return new Filled(ids, bytesAcked, fill.error());
+            }
+        }
+    }
+
+    /**
+     * Polls until free space reaches `freeWanted` and a new ledger takes an add (tried once
+     * the bookie is listed as writable again), at most 90 s after `deleted`.
+     */
+    private static Recovery waitForRecovery(Cluster cluster, BookKeeper client, FileStore store,
+            String id, long freeWanted, long deleted) throws Exception {
+        double freeSeconds = -1;
+        double writableSeconds = -1;
+        long deadline = deleted + TimeUnit.SECONDS.toNanos(90);
+        while (true) {
+            Check.that(System.nanoTime() < deadline, String.format("90 s after the deletions:"
+                    + " free %d of %d MiB wanted, writable registration %s, add accepted no",
+                    store.getUsableSpace() / MIB, freeWanted / MIB, writableSeconds >= 0));
+            double now = Scenarios.seconds(System.nanoTime() - deleted);
+            if (freeSeconds < 0 && store.getUsableSpace() >= freeWanted) {
+                freeSeconds = now;
+            }
+            if (writableSeconds < 0 && cluster.zk.registration(id) != null
+                    && cluster.zk.readOnlyRegistration(id) == null) {
+                writableSeconds = now;
+            }
+            if (writableSeconds >= 0) {
+                LedgerHandle ledger = addOne(client);
+                if (ledger != null) {
+                    double addSeconds = Scenarios.seconds(System.nanoTime() - deleted);
+                    freeSeconds = waitForFree(store, freeWanted, deleted, deadline, freeSeconds);
+                    return new Recovery(freeSeconds, writableSeconds, addSeconds, ledger);
+                }
+            }
+            Thread.sleep(50);
+        }
+    }
+
+    /** `freeSeconds` if already known, else the seconds after `deleted` free space took. */
+    private static double waitForFree(FileStore store, long freeWanted, long deleted,
+            long deadline, double freeSeconds) throws Exception {
+        while (freeSeconds < 0) {
+            Check.that(System.nanoTime() < deadline, "90 s after the deletions: free "
+                    + store.getUsableSpace() / MIB + " of " + freeWanted / MIB + " MiB wanted");
+            if (store.getUsableSpace() >= freeWanted) {
+                freeSeconds = Scenarios.seconds(System.nanoTime() - deleted);
+            } else {
+                Thread.sleep(50);
+            }
+        }
+        return freeSeconds;
+    }
+
+    /** The bookie's own account of the moves, printed above the PASS line. */
+    private static void printBookieMoves(Bookie bookie) throws Exception {
         for (String line : Files.readAllLines(bookie.log(), StandardCharsets.UTF_8)) {
             if (line.contains("read-only") || line.contains("writable again")
                     || line.contains("gc: deleting")) {
                 System.out.println("# bookie: " + line);
             }
         }
-        return String.format("fs_mib=%d bytes_written_until_full=%d ledgers=%d fill_s=%.1f"
-                + " readonly_zk_s=%.2f deleted=%d free_start_mib=%d free_full_mib=%d"
-                + " free_after_mib=%d free_back_s=%.1f writable_zk_s=%.1f add_back_s=%.1f"
-                + " entries_verified=%d restarts=0 first_error=\"%s\"",
-                total / MIB, bytesAcked, ids.size(), fillSeconds, readOnlySeconds,
-                ids.size() - KEPT_COUNT, freeStart / MIB, freeFull / MIB, freeAfter / MIB,
-                freeSeconds, writableSeconds, addSeconds, entriesRead, error);
     }
 
     /**
