@@ -17,8 +17,9 @@ RINGLOG_BIN ?= $(CURDIR)/$(RELEASE)/ringlog
 INTEROP_ARGS ?=
 RETENTION_ENTRIES ?= 200000000
 RETENTION_SERVER_ARGS ?=
+DISK_FULL_MIB ?= 1024
 
-.PHONY: help deps shellcheck-deps zk-deps fuzz-smoke build check test sim crash bench bench-disk bench-journal neighbour retention interop compare ci clean
+.PHONY: help deps shellcheck-deps zk-deps fuzz-smoke build check test sim crash bench bench-disk bench-journal neighbour retention interop disk-full compare ci clean
 COMPARE_PAIRS ?= 3
 COMPARE_SECONDS ?= 20
 RESULTS_DIR ?= $(CURDIR)/results
@@ -60,6 +61,7 @@ test: check zk-deps
 	$(MAKE) retention RETENTION_ENTRIES=2000000 RETENTION_SERVER_ARGS="--segment-size 67108864" \
 	  RETENTION_ENFORCE=$(or $(RETENTION_ENFORCE),1)
 	$(MAKE) interop QUICK=true
+	$(MAKE) disk-full DISK_FULL_MIB=512
 	$(MAKE) fuzz-smoke
 
 ## Seeded crash simulation of the engine: SEEDS=N seeds (default 2000); SEED=n replays one.
@@ -101,6 +103,12 @@ interop:
 	cd interop && mvn -B -q compile
 	java -cp "interop/target/classes:$$(cat interop/target/classpath.txt)" -Dbookie=$(BOOKIE) \
 	  -Dquick=$(QUICK) -Dringlog.bin=$(RINGLOG_BIN) $(INTEROP_ARGS) ringlog.interop.Main
+
+## Issue 14 item 4: a DISK_FULL_MIB (1024) ext4 on a loop device fills, ringlog goes read-only, ledgers are deleted, adds come back without a restart (root).
+disk-full:
+	$(CARGO) build --release --workspace $(EXTRA_CARGO_ARGS)
+	cd interop && mvn -B -q compile
+	scripts/disk_full.sh $(RELEASE) $(DISK_FULL_MIB)
 
 ## Java bookie vs ringlog, same clients and workload, COMPARE_PAIRS (3) alternating pairs of COMPARE_SECONDS (20) runs; report in results/.
 compare: build

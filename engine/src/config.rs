@@ -2,9 +2,10 @@
 
 use crate::constants::{
     COMMITS_IN_FLIGHT_DEFAULT, COMMITS_IN_FLIGHT_MAX, COMPACTION_THRESHOLD_MAJOR_PER_MILLE_DEFAULT,
-    COMPACTION_THRESHOLD_MINOR_PER_MILLE_DEFAULT, INDEX_CACHE_PAGES_DEFAULT, INDEX_CACHE_PAGES_MAX,
-    READS_IN_FLIGHT_MAX, READ_CACHE_BUFFERS_DEFAULT, READ_CACHE_BUFFERS_MAX, SECTOR_SIZE,
-    SEGMENT_SIZE_DEFAULT, SEGMENT_SIZE_MAX, SEGMENT_SIZE_MIN,
+    COMPACTION_THRESHOLD_MINOR_PER_MILLE_DEFAULT, DISK_RESERVE_DEFAULT, DISK_RESERVE_MAX,
+    INDEX_CACHE_PAGES_DEFAULT, INDEX_CACHE_PAGES_MAX, READS_IN_FLIGHT_MAX,
+    READ_CACHE_BUFFERS_DEFAULT, READ_CACHE_BUFFERS_MAX, SECTOR_SIZE, SEGMENT_SIZE_DEFAULT,
+    SEGMENT_SIZE_MAX, SEGMENT_SIZE_MIN,
 };
 
 /// How a commit is made durable.
@@ -54,6 +55,11 @@ pub struct Config {
     /// The same while the journal is read-only for a full disk. Default: 800 (BookKeeper's
     /// major threshold). Bounds: 0 ..= 1000.
     pub compaction_threshold_major_per_mille: u32,
+    /// Bytes of the file system left free: a segment is created only if at least this much
+    /// stays free after it (else the journal is read-only until space comes back), so index
+    /// files and checkpoints always have room (`Disk::space_free`). 0 leaves it to the
+    /// allocation. Default: 128 MiB (`DISK_RESERVE_DEFAULT`). Bounds: 0 ..= 1 TiB.
+    pub disk_reserve: u64,
 }
 
 /// Default: no zero-fill. Measured here (docs/durability.md): zero-filling a 1 GiB segment
@@ -75,6 +81,7 @@ impl Default for Config {
             index_cache_pages: INDEX_CACHE_PAGES_DEFAULT,
             compaction_threshold_minor_per_mille: COMPACTION_THRESHOLD_MINOR_PER_MILLE_DEFAULT,
             compaction_threshold_major_per_mille: COMPACTION_THRESHOLD_MAJOR_PER_MILLE_DEFAULT,
+            disk_reserve: DISK_RESERVE_DEFAULT,
         }
     }
 }
@@ -140,6 +147,12 @@ impl Config {
             return Err(ConfigError {
                 field: "compaction_threshold",
                 expected: "0..=1000 thousandths",
+            });
+        }
+        if self.disk_reserve > DISK_RESERVE_MAX {
+            return Err(ConfigError {
+                field: "disk_reserve",
+                expected: "0..=1099511627776",
             });
         }
         Ok(())

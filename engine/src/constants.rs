@@ -81,6 +81,16 @@ const _: () = assert!(COMPACTION_WINDOW_SIZE >= RECORD_SIZE_MAX + SECTOR_SIZE);
 /// while the disk is full.
 pub const COMPACTION_THRESHOLD_MINOR_PER_MILLE_DEFAULT: u32 = 200;
 pub const COMPACTION_THRESHOLD_MAJOR_PER_MILLE_DEFAULT: u32 = 800;
+/// Default bytes a journal leaves free on its file system: it creates no segment that would
+/// leave less (it turns read-only instead), so the files that sealing and deletions write
+/// (index files, checkpoints: a checkpoint is written beside the one it replaces) always find
+/// room on a disk the journal filled, and a full disk can give space back by itself. The index
+/// file of a full default-size segment of the smallest entries (about 112 bytes a record) is
+/// about 20 MiB; 128 MiB holds that several times over. BookKeeper keeps 100 MiB free for
+/// its index files (`minUsableSizeForIndexFileCreation`).
+pub const DISK_RESERVE_DEFAULT: u64 = 128 * 1024 * 1024;
+/// Largest configurable reserve: 1 TiB.
+pub const DISK_RESERVE_MAX: u64 = 1024 * 1024 * 1024 * 1024;
 
 /// Zero-fill of a new segment goes in chunks of this size, one in flight, so preparation never
 /// monopolises the disk queue while commits are running.
@@ -118,6 +128,7 @@ const _: () = assert!(ZERO_CHUNK_SIZE % SECTOR_SIZE == 0);
 const _: () = assert!(SEAL_CHUNK_SIZE % SECTOR_SIZE == 0);
 const _: () = assert!(SEAL_CHUNK_SIZE <= RECOVERY_CHUNK_SIZE);
 const _: () = assert!(INDEX_CACHE_PAGES_DEFAULT <= INDEX_CACHE_PAGES_MAX);
+const _: () = assert!(DISK_RESERVE_DEFAULT <= DISK_RESERVE_MAX);
 const _: () = assert!(RECOVERY_CHUNK_SIZE % SECTOR_SIZE == 0);
 const _: () = assert!(READ_BUFFER_SIZE % SECTOR_SIZE == 0);
 const _: () = assert!(COMMITS_IN_FLIGHT_DEFAULT <= COMMITS_IN_FLIGHT_MAX);

@@ -183,4 +183,9 @@ pub trait Disk {
     fn poll(&mut self, out: &mut Vec<DiskCompletion>);
     /// Submissions not yet completed.
     fn in_flight(&self) -> usize;
+    /// Bytes still free for new files on the file system of the journal's directory (for an
+    /// unprivileged writer: statvfs `f_bavail`). Segment creation keeps `Config::disk_reserve`
+    /// of it free, so sealing and deletions can always write their files on a full disk. One
+    /// blocking call, cheap (no disk I/O on local file systems).
+    fn space_free(&mut self) -> io::Result<u64>;
 }

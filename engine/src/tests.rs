@@ -3,6 +3,7 @@
 mod allocation;
 mod compact;
 mod delete;
+mod disk_full;
 mod file_name;
 mod harness;
 mod journal;

@@ -176,6 +176,14 @@ pub struct ServeArgs {
     /// take (8 bytes each). 0 to 4096. Default: 32.
     #[arg(long, value_name = "MIB")]
     pub index_cache_mib: Option<u64>,
+    /// MiB of each data directory's file system that a journal leaves free: it creates no
+    /// segment that would leave less, and turns read-only instead (adds get EREADONLY, the
+    /// bookie moves to available/readonly) until deletions give space back. The reserve is
+    /// what sealing and deletions write into (index files, checkpoints), so a full disk
+    /// recovers by itself (docs/gc.md, "Disk full"). 0 leaves it to the allocation. 0 to
+    /// 1048576. Default: 128.
+    #[arg(long, value_name = "MIB")]
+    pub disk_reserve_mib: Option<u64>,
     /// Close a connection after this many milliseconds without traffic and with nothing in
     /// flight, like Kafka's connections.max.idle.ms. 100 to 604800000. Default: 600000.
     #[arg(long, value_name = "MS")]
@@ -468,6 +476,7 @@ impl ServeArgs {
             segment_zero_fill: self.segment_zero_fill.or(file.segment_zero_fill),
             zero_ahead: self.zero_ahead.or(file.zero_ahead),
             index_cache_mib: self.index_cache_mib.or(file.index_cache_mib),
+            disk_reserve_mib: self.disk_reserve_mib.or(file.disk_reserve_mib),
             idle_timeout_ms: self.idle_timeout_ms.or(file.idle_timeout_ms),
             busy_poll_us: self.busy_poll_us.or(file.busy_poll_us),
             commit_stall_ms: self.commit_stall_ms.or(file.commit_stall_ms),
@@ -531,6 +540,7 @@ impl ServeArgs {
                 self.compaction_threshold_major,
                 engine::Config::default().compaction_threshold_major_per_mille,
             )?,
+            disk_reserve: disk_reserve(self.disk_reserve_mib)?,
             ..engine::Config::default()
         };
         let compaction_rate_mib = self
@@ -939,6 +949,18 @@ fn index_cache_pages(mib: Option<u64>) -> Result<usize, ConfigError> {
         });
     }
     Ok(usize::try_from(mib * 256).expect("bounded above"))
+}
+
+/// The journal's free-space reserve from `--disk-reserve-mib`, in bytes.
+fn disk_reserve(mib: Option<u64>) -> Result<u64, ConfigError> {
+    let mib = mib.unwrap_or(limits::DISK_RESERVE_MIB_DEFAULT);
+    if mib > limits::DISK_RESERVE_MIB_MAX {
+        return Err(ConfigError::OutOfBounds {
+            option: "--disk-reserve-mib",
+            expected: "0..=1048576",
+        });
+    }
+    Ok(mib << 20)
 }
 
 /// One core per shard. With --cores, one shard per listed core; without, shards cycle over

@@ -238,3 +238,10 @@ pub const INDEX_CACHE_MIB_DEFAULT: u64 =
     (engine::constants::INDEX_CACHE_PAGES_DEFAULT / 256) as u64;
 /// Largest `--index-cache-mib`: the engine's bound (4 GiB per shard).
 pub const INDEX_CACHE_MIB_MAX: u64 = (engine::constants::INDEX_CACHE_PAGES_MAX / 256) as u64;
+
+/// Default `--disk-reserve-mib`: the engine's default reserve (128 MiB per file system).
+pub const DISK_RESERVE_MIB_DEFAULT: u64 = engine::constants::DISK_RESERVE_DEFAULT >> 20;
+/// Largest `--disk-reserve-mib`: the engine's bound (1 TiB).
+pub const DISK_RESERVE_MIB_MAX: u64 = engine::constants::DISK_RESERVE_MAX >> 20;
+// The flag is in whole MiB: the engine's default must be one.
+const _: () = assert!(engine::constants::DISK_RESERVE_DEFAULT % (1 << 20) == 0);

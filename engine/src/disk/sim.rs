@@ -63,6 +63,10 @@ pub struct SimFaults {
     pub segments_max: Option<usize>,
     /// Creating an index or checkpoint file fails with ENOSPC (a disk full while sealing).
     pub seal_files_full: bool,
+    /// Bytes the simulated file system holds: creating a file of any kind that would take the
+    /// listed files (temporaries included) past it fails with ENOSPC, and `space_free` says
+    /// what is left. `None`: no limit, and `space_free` reports `u64::MAX`.
+    pub capacity: Option<u64>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -229,6 +233,16 @@ impl SimDisk {
     #[must_use]
     pub fn pending_count(&self) -> usize {
         self.queued.len() + self.pending.len()
+    }
+
+    /// Bytes of the files the directory lists, temporaries included: what counts against
+    /// `faults.capacity` (tests size a capacity from it).
+    #[must_use]
+    pub fn space_used(&self) -> u64 {
+        let sizes = self.directory_live.values();
+        sizes
+            .map(|&index| crate::stdx::to_u64(self.files[index].live.len()))
+            .sum()
     }
 
     fn file_index(&self, id: FileId) -> io::Result<usize> {
@@ -502,6 +516,16 @@ impl Disk for SimDisk {
                 return Err(io::Error::from_raw_os_error(ERRNO_ENOSPC));
             }
         }
+        if let Some(capacity) = self.faults.capacity {
+            // A stale temporary of the same name is replaced: its bytes are given back first.
+            let stale = self.directory_live.get(&Entry::temporary(id));
+            let stale = stale.map_or(0, |&index| {
+                crate::stdx::to_u64(self.files[index].live.len())
+            });
+            if self.space_used() - stale + size > capacity {
+                return Err(io::Error::from_raw_os_error(ERRNO_ENOSPC));
+            }
+        }
         let live = vec![0u8; crate::stdx::to_usize(size)];
         self.files.push(SimFile {
             live,
@@ -736,5 +760,13 @@ impl Disk for SimDisk {
 
     fn in_flight(&self) -> usize {
         self.pending_count()
+    }
+
+    fn space_free(&mut self) -> io::Result<u64> {
+        let used = self.space_used();
+        Ok(self
+            .faults
+            .capacity
+            .map_or(u64::MAX, |capacity| capacity.saturating_sub(used)))
     }
 }

@@ -133,7 +133,7 @@ impl<D: Disk> Journal<D> {
         disk.buffers_allocate(&sizes);
         let buffer_id = |index: usize| BufferId(u32::try_from(index).expect("few buffers"));
         let mut recovered = crate::recovery::recover(&mut disk, &config, buffer_id(0))?;
-        if recovered.spares.is_empty() {
+        if recovered.spares.is_empty() && segments::room_left(&mut disk, &config) {
             // One ready spare before serving: the first rollover never waits, and no zero-fill
             // runs behind the first segment's commits.
             let spare = recovered.segment_id_max.next();

@@ -6,6 +6,13 @@
 //! the segment (its temporary file is deleted at the next open) and the next `submit` starts
 //! over with a new id; while no spare is left the journal is read-only, and creation is
 //! retried every `SEGMENT_RETRY_INTERVAL_SUBMITS` submits (or at once on `retry_now`).
+//!
+//! A segment is not even tried while creating it would leave less than `Config::disk_reserve`
+//! free (`Disk::space_free`): the journal turns read-only with the reserve still free, so the
+//! index files and checkpoints that sealing and deletions write always have room, deletions
+//! become durable, dead segments are removed, and the retry that follows succeeds. Without
+//! it, the last segment that fits can leave less than the next index file needs: nothing
+//! seals, no deletion becomes durable, nothing is removed, and the disk stays full for good.
 
 use super::{Stats, TOKEN_PREPARE};
 use crate::config::Config;
@@ -145,8 +152,15 @@ impl Segments {
     fn start<D: Disk>(&mut self, disk: &mut D, stats: &mut Stats, config: &Config) {
         assert!(self.prepare.is_none());
         self.submits_since_create_failure = 0;
-        let segment = self.id_max.next();
         let size = config.segment_size;
+        if !stats.metadata_timed(|| room_left(disk, config)) {
+            // Refused before any file exists (the id is not used): read-only, as if the
+            // allocation had failed, with the reserve left for sealing and deletions.
+            self.read_only = self.spares.is_empty();
+            stats.segment_create_failures += 1;
+            return;
+        }
+        let segment = self.id_max.next();
         match stats.metadata_timed(|| disk.file_create(FileId::Segment(segment), size)) {
             Ok(()) => {
                 self.id_max = segment;
@@ -225,5 +239,26 @@ impl Segments {
             }
             (phase, op) => unreachable!("prepare {phase:?} got {op:?}"),
         }
+    }
+}
+
+/// True when a new segment leaves at least `config.disk_reserve` bytes free. A reserve of 0
+/// leaves it to the allocation, and so does a disk that cannot tell its free space (statvfs
+/// failed): refusing would make a journal read-only for an error that says nothing of space.
+/// Open asks too before it creates a spare, so a journal restarted on a full disk opens
+/// read-only instead of failing.
+pub(super) fn room_left<D: Disk>(disk: &mut D, config: &Config) -> bool {
+    let (size, reserve) = (config.segment_size, config.disk_reserve);
+    assert!(size > 0);
+    assert!(
+        reserve <= crate::constants::DISK_RESERVE_MAX,
+        "validated at open"
+    );
+    if reserve == 0 {
+        return true;
+    }
+    match disk.space_free() {
+        Ok(free) => free >= size.saturating_add(reserve),
+        Err(_) => true,
     }
 }

@@ -282,3 +282,34 @@ fn segments_max_counts_segment_files_only() {
     assert_eq!(full.unwrap_err().raw_os_error(), Some(28), "ENOSPC");
     disk.file_create(FileId::Index(SegmentId(0)), 4096).unwrap();
 }
+
+#[test]
+fn capacity_counts_every_listed_file_and_removal_gives_it_back() {
+    let mut disk = new_disk(6);
+    assert_eq!(
+        disk.space_free().unwrap(),
+        u64::MAX,
+        "no capacity: no limit"
+    );
+    disk.faults.capacity = Some(3 * 4096);
+    disk.file_create(INDEX, 4096).unwrap();
+    disk.file_create(FileId::Segment(SegmentId(0)), 4096)
+        .unwrap();
+    assert_eq!(disk.space_free().unwrap(), 4096);
+    let full = disk.file_create(FileId::Segment(SegmentId(1)), 8192);
+    assert_eq!(full.unwrap_err().raw_os_error(), Some(28), "ENOSPC");
+    // A checkpoint written beside the one it replaces needs room for both until the rename.
+    disk.file_create(CHECKPOINT, 4096).unwrap();
+    disk.file_publish(CHECKPOINT).unwrap();
+    assert_eq!(disk.space_free().unwrap(), 0);
+    let full = disk.file_create(CHECKPOINT, 4096);
+    assert_eq!(full.unwrap_err().raw_os_error(), Some(28), "ENOSPC");
+    // A stale temporary of the same name is replaced, so its bytes do not count twice.
+    disk.file_publish(FileId::Segment(SegmentId(0))).unwrap();
+    disk.file_remove(FileId::Segment(SegmentId(0))).unwrap();
+    disk.file_create(FileId::Segment(SegmentId(1)), 4096)
+        .unwrap();
+    disk.file_create(FileId::Segment(SegmentId(1)), 4096)
+        .unwrap();
+    assert_eq!(disk.space_used(), 3 * 4096);
+}

@@ -322,3 +322,40 @@ fn an_index_file_is_created_published_reopened_and_removed() {
     assert!(disk.read_blocking(index, 0, buffer, 4096).is_err());
     assert!(disk.file_remove(index).is_err());
 }
+
+#[test]
+fn space_free_is_the_file_systems_and_a_reserve_past_it_makes_the_journal_read_only() {
+    if !uring_available() {
+        return;
+    }
+    let dir = temp_dir("space-free");
+    let config = Config {
+        segment_size: 1 << 20,
+        ..Config::default()
+    };
+    let (_ring, mut journal) = open(&dir, config.clone());
+    let free = journal.disk_mut().space_free().unwrap();
+    let space = crate::uring::disk_space(&dir).unwrap();
+    assert!(free > 0, "the test directory's file system is full");
+    assert!(free <= space.total_bytes);
+    drop(journal);
+    let _ = std::fs::remove_dir_all(&dir);
+    // A reserve larger than the free space: a new journal opens (it creates its first
+    // segment regardless), creates no spare and turns read-only at its first submit.
+    let reserve = free + (1 << 30);
+    if reserve > crate::constants::DISK_RESERVE_MAX {
+        println!("SKIP: {free} bytes free, more than the largest reserve");
+        return;
+    }
+    let config = Config {
+        disk_reserve: reserve,
+        ..config
+    };
+    let (ring, mut journal) = open(&dir, config);
+    settle(&ring, &mut journal);
+    assert!(journal.is_read_only());
+    let options = AddOptions::default();
+    let refused = journal.add(1, LedgerId(1), EntryId(0), &KEY, &body(1, 0, 10), options);
+    assert_eq!(refused, Err(crate::error::AddError::ReadOnly));
+    let _ = std::fs::remove_dir_all(&dir);
+}

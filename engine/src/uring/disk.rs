@@ -483,6 +483,10 @@ impl Disk for UringDisk {
     fn in_flight(&self) -> usize {
         self.in_flight
     }
+
+    fn space_free(&mut self) -> io::Result<u64> {
+        super::disk_space(&self.directory).map(|space| space.free_bytes)
+    }
 }
 
 /// A write submitted with IOSQE_CQE_SKIP_SUCCESS: it posts a completion only if it fails.

@@ -99,9 +99,10 @@ impl Shard {
         );
     }
 
-    /// Disk full: the journal refuses adds (EREADONLY) while it cannot create a segment.
-    /// Retried every tick, so the shard is writable again within one tick of space returning;
-    /// both transitions are printed for the operator.
+    /// Disk full: the journal refuses adds (EREADONLY) while it cannot create a segment, or
+    /// one would leave less free than `--disk-reserve-mib`. Retried every tick, so the shard
+    /// is writable again within one tick of space returning; both transitions are printed
+    /// for the operator.
     pub(super) fn read_only_check(&mut self) {
         let read_only = self.bookie.journal.is_read_only();
         if read_only {
@@ -113,8 +114,9 @@ impl Shard {
             self.lifecycle.read_only_reported = read_only;
             if read_only {
                 eprintln!(
-                    "ringlog: shard {}: read-only: cannot create a journal segment (disk full?); \
-                     adds get EREADONLY, reads go on, creation is retried every {} ms",
+                    "ringlog: shard {}: read-only: cannot create a journal segment (disk full, \
+                     or free space under --disk-reserve-mib); adds get EREADONLY, reads go on, \
+                     creation is retried every {} ms",
                     self.id,
                     limits::LOOP_WAIT_MS_MAX
                 );

@@ -53,6 +53,7 @@ fn defaults_and_bounds() {
     assert_eq!(config.frame_size_max, 5_253_120);
     assert_eq!(config.journal.segment_size, 256 << 20);
     assert_eq!(config.journal.index_cache_pages, 8192);
+    assert_eq!(config.journal.disk_reserve, 128 << 20);
     assert_eq!(config.journal.commits_in_flight_max, 2);
     assert_eq!(config.journal.sync_mode, engine::SyncMode::Dsync);
     assert!(config.direct_io);
@@ -121,6 +122,17 @@ fn defaults_and_bounds() {
         })
         .resolve(&[0]);
         assert_eq!(resolved.is_ok(), valid, "--commit-stall-ms {stall_ms}");
+    }
+    for (reserve_mib, valid) in [(0, true), (16, true), (1_048_576, true), (1_048_577, false)] {
+        let resolved = bad(ServeArgs {
+            disk_reserve_mib: Some(reserve_mib),
+            ..ServeArgs::default()
+        })
+        .resolve(&[0]);
+        assert_eq!(resolved.is_ok(), valid, "--disk-reserve-mib {reserve_mib}");
+        if let Ok(config) = resolved {
+            assert_eq!(config.journal.disk_reserve, reserve_mib << 20);
+        }
     }
     let off = bad(ServeArgs {
         busy_poll_us: Some(0),

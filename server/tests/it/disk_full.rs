@@ -96,7 +96,11 @@ fn a_full_disk_makes_the_shard_read_only_until_space_returns() {
         .unwrap();
     assert!(status.success());
     let data = mount.point.join("data");
-    let server = Server::start(&data, 1, &["--segment-size", "4194304"]);
+    // No reserve: this is the allocation failing. With the default 128 MiB reserve this
+    // file system is too small to take a single add (the reserve's own proof is the interop
+    // scenario disk-full, `make disk-full`, and engine/src/tests/disk_full.rs).
+    let flags = ["--segment-size", "4194304", "--disk-reserve-mib", "0"];
+    let server = Server::start(&data, 1, &flags);
     let mut client = server.connect();
 
     let mut acked = 0i64;

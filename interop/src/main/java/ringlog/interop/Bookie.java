@@ -94,6 +94,11 @@ abstract class Bookie {
         }
     }
 
+    /** True while the process started last is running (disk-full: no restart happened). */
+    final boolean alive() {
+        return process != null && process.isAlive();
+    }
+
     final long pid() {
         return process.pid();
     }

@@ -57,14 +57,18 @@ final class Cluster implements AutoCloseable {
 
     /**
      * A scenario's settings: keys starting with "--" are ringlog flags (its `--FLAG VALUE`),
-     * the others Java bookie conf keys; each bookie gets only its own.
+     * the others Java bookie conf keys; each bookie gets only its own. "--data-dir" replaces
+     * ringlog's data directory instead of being added (clap refuses a flag given twice).
      */
     static Bookie newBookie(Options options, Path dir, EmbeddedZooKeeper zk, String name,
             Map<String, String> settings) throws Exception {
         Map<String, String> javaSettings = new LinkedHashMap<>();
         List<String> ringlogFlags = new ArrayList<>();
+        Path[] dataDirectory = new Path[1];
         settings.forEach((key, value) -> {
-            if (key.startsWith("--")) {
+            if (key.equals("--data-dir")) {
+                dataDirectory[0] = Path.of(value);
+            } else if (key.startsWith("--")) {
                 ringlogFlags.add(key);
                 ringlogFlags.add(value);
             } else {
@@ -73,7 +77,8 @@ final class Cluster implements AutoCloseable {
         });
         return options.bookie().equals("java")
                 ? new JavaBookie(name, dir, zk, javaSettings)
-                : new RinglogBookie(name, dir, zk, options.ringlogBinary(), ringlogFlags);
+                : new RinglogBookie(name, dir, zk, options.ringlogBinary(), ringlogFlags,
+                        dataDirectory[0]);
     }
 
     /** A client with the default configuration plus the given changes; closed with the cluster. */

@@ -80,6 +80,11 @@ final class EmbeddedZooKeeper implements AutoCloseable {
         return client.exists(AVAILABLE + "/" + bookieId, false);
     }
 
+    /** The registration of a read-only bookie, or null while it is absent. */
+    Stat readOnlyRegistration(String bookieId) throws KeeperException, InterruptedException {
+        return client.exists(READONLY + "/" + bookieId, false);
+    }
+
     List<String> available() throws KeeperException, InterruptedException {
         return client.getChildren(AVAILABLE, false);
     }

@@ -8,7 +8,7 @@ import java.util.stream.Collectors;
 
 /** Everything the suite reads from system properties (and RINGLOG_BIN), decided once at start. */
 record Options(String bookie, Path ringlogBinary, boolean quick, int benchSeconds,
-        Set<String> only, Path baseDir, boolean keep) {
+        Set<String> only, Path baseDir, boolean keep, Path diskFullDir) {
 
     static Options fromSystemProperties() {
         String bookie = System.getProperty("bookie", "ringlog");
@@ -22,8 +22,11 @@ record Options(String bookie, Path ringlogBinary, boolean quick, int benchSecond
         Path baseDir = Path.of(System.getProperty("interop.dir",
                 System.getProperty("java.io.tmpdir")));
         boolean keep = Boolean.parseBoolean(System.getProperty("keep", "false"));
+        // disk-full's small file system, which scripts/disk_full.sh mounts (it needs root).
+        String diskFull = System.getProperty("diskfull.dir", "");
+        Path diskFullDir = diskFull.isBlank() ? null : Path.of(diskFull).toAbsolutePath();
         return new Options(bookie, resolveRinglogBinary(), quick, benchSeconds, selected, baseDir,
-                keep);
+                keep, diskFullDir);
     }
 
     /** -Dringlog.bin, else RINGLOG_BIN, else target/release/ringlog in the repo root. */

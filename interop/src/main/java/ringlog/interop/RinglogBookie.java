@@ -14,17 +14,20 @@ final class RinglogBookie extends Bookie {
     private final Path binary;
     /** A scenario's extra flags, after the standard ones (a later flag wins). */
     private final List<String> flags;
+    /** --data-dir: DIR/data, or a scenario's own (disk-full: a small file system). */
+    private final Path dataDirectory;
 
-    RinglogBookie(String name, Path dir, EmbeddedZooKeeper zk, Path binary, List<String> flags)
-            throws IOException {
+    RinglogBookie(String name, Path dir, EmbeddedZooKeeper zk, Path binary, List<String> flags,
+            Path dataDirectory) throws IOException {
         super(name, dir, zk);
         this.binary = binary;
         this.flags = List.copyOf(flags);
+        this.dataDirectory = dataDirectory != null ? dataDirectory : dir.resolve("data");
     }
 
     @Override
     Path dataDirectory() {
-        return dir.resolve("data");
+        return dataDirectory;
     }
 
     @Override
