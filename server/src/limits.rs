@@ -195,6 +195,13 @@ pub const GC_INTERVAL_MS_MAX: u64 = 7 * 24 * 3600 * 1000;
 pub const GC_METADATA_RATE_DEFAULT: u32 = 1_000;
 /// Largest `--gc-metadata-rate`: a ceiling that still protects a ZooKeeper ensemble.
 pub const GC_METADATA_RATE_MAX: u32 = 100_000;
+/// Default `--gc-overreplicated-wait-ms`: BookKeeper's `gcOverreplicatedLedgerWaitTime`, one
+/// day.
+pub const GC_OVERREPLICATED_WAIT_MS_DEFAULT: u64 = 24 * 3600 * 1000;
+/// Smallest non-zero `--gc-overreplicated-wait-ms`, as for the interval: tests use 1000 ms.
+pub const GC_OVERREPLICATED_WAIT_MS_MIN: u64 = GC_INTERVAL_MS_MIN;
+/// Largest `--gc-overreplicated-wait-ms`: one week.
+pub const GC_OVERREPLICATED_WAIT_MS_MAX: u64 = GC_INTERVAL_MS_MAX;
 /// Ledgers per `Mail::DeleteLedgers`: bounds the work one mail gives a shard's loop turn.
 pub const GC_DELETE_BATCH_LEDGERS_MAX: usize = 4096;
 /// Children of one metadata znode the collector accepts: a hierarchical level has at most
