@@ -387,3 +387,50 @@ fn overreplicated_ledgers_are_deleted_after_the_wait_and_the_others_kept() {
     assert!(lines[0].contains("deleting 1 over-replicated"), "{lines:?}");
     println!("deleted {waited:?} after the rewrite; {}", lines[0]);
 }
+
+#[test]
+fn a_check_that_cannot_read_deletes_nothing_and_says_so_once() {
+    let Some(address) = zookeeper() else {
+        return;
+    };
+    if !uring_available() {
+        return;
+    }
+    let root = root("gc-overrep-denied");
+    let zk = Zk::connect(address);
+    let persistent = CreateMode::Persistent;
+    zk.create(&format!("{root}/LAYOUT"), LAYOUT_HIERARCHICAL, persistent);
+    let us = format!("127.0.0.1:{}", free_port());
+    // Over-replicated by its metadata from the start, but its replication lock cannot be
+    // read (NoAuth): every check fails at that read and must delete nothing.
+    let metadata = metadata_v3(State::Closed, &["10.0.0.9:3181", "10.0.0.8:3181"]);
+    zk.create(&ledger_znode(&root, 31), &metadata, persistent);
+    let lock = format!("{root}/underreplication/locks/urL{:010}", 31);
+    zk.create(&lock, b"", persistent);
+    zk.acl_deny_read(&lock);
+    let dir = TestDir::new("gc-overrep-denied");
+    let extra = [
+        "--gc-interval-ms",
+        "200",
+        "--gc-overreplicated-wait-ms",
+        "500",
+        "--advertised-address",
+        us.as_str(),
+    ];
+    let server = Server::start(&dir.0, 1, &zk_args(address, &root, &extra));
+    let mut client = server.connect();
+    assert_eq!(client.add(0, &KEY, 31, 0), code::EOK);
+    // Six waits: six failed checks.
+    std::thread::sleep(Duration::from_millis(3_000));
+    assert_eq!(client.read(0, 31, 0, None).0, code::EOK);
+    let exited = server.terminate();
+    assert!(exited.status.success(), "{:?}", exited.stderr);
+    assert_eq!(exited.summary_total("ledgers_deleted"), 0);
+    let warnings: Vec<&String> = exited
+        .stderr
+        .iter()
+        .filter(|line| line.contains("over-replication check"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{:?}", exited.stderr);
+    assert!(warnings[0].contains(&lock), "{warnings:?}");
+}
