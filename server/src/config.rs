@@ -267,6 +267,16 @@ pub struct ServeArgs {
     /// delays a commit. 1 to 4096. Default: 64.
     #[arg(long, value_name = "MIB")]
     pub compaction_rate_mib: Option<u64>,
+    /// Over-replicated ledgers (docs/gc.md): every this many milliseconds, check the local
+    /// ledgers whose metadata is closed and names this bookie in no ensemble; one found so
+    /// at every check for this long is deleted (BookKeeper's gcOverreplicatedLedgerWaitTime).
+    /// 0 turns the check off. Needs --zk and collection (--gc-interval-ms not 0). 0, or 100 to
+    /// 604800000. Default: 0 (off): ringlog keeps no local record of its bookie id, so a
+    /// bookie restarted under a new address would take every ledger for over-replicated;
+    /// BookKeeper uses 86400000 (one day) with its cookie. Keep the address stable if you
+    /// turn it on.
+    #[arg(long, value_name = "MS")]
+    pub gc_overreplicated_wait_ms: Option<u64>,
 }
 
 /// The validated server configuration.
@@ -323,6 +333,9 @@ pub struct RegistrationConfig {
     pub gc_interval: Option<Duration>,
     /// Metadata reads per second of a collection round, at least 1.
     pub gc_metadata_rate: u32,
+    /// Time between over-replication checks, and the grace period of an over-replicated
+    /// ledger; `None`: the check is off (always with collection off).
+    pub gc_overreplicated_wait: Option<Duration>,
 }
 
 /// Why the flags and config file do not make a configuration.
@@ -497,6 +510,9 @@ impl ServeArgs {
                 .compaction_threshold_major
                 .or(file.compaction_threshold_major),
             compaction_rate_mib: self.compaction_rate_mib.or(file.compaction_rate_mib),
+            gc_overreplicated_wait_ms: self
+                .gc_overreplicated_wait_ms
+                .or(file.gc_overreplicated_wait_ms),
         }
     }
 
@@ -614,6 +630,10 @@ impl ServeArgs {
                 ),
                 ("gc-interval-ms", self.gc_interval_ms.is_some()),
                 ("gc-metadata-rate", self.gc_metadata_rate.is_some()),
+                (
+                    "gc-overreplicated-wait-ms",
+                    self.gc_overreplicated_wait_ms.is_some(),
+                ),
             ];
             return match options.iter().find(|(_, set)| *set) {
                 Some(&(option, _)) => Err(ConfigError::ZkMissing { option }),
@@ -657,6 +677,7 @@ impl ServeArgs {
             });
         }
         let (gc_interval, gc_metadata_rate) = self.gc()?;
+        let gc_overreplicated_wait = self.gc_overreplicated(gc_interval.is_some())?;
         Ok(Some(RegistrationConfig {
             servers,
             root,
@@ -665,6 +686,7 @@ impl ServeArgs {
             connect_timeout: Duration::from_millis(connect_ms),
             gc_interval,
             gc_metadata_rate,
+            gc_overreplicated_wait,
         }))
     }
 
@@ -691,6 +713,32 @@ impl ServeArgs {
         }
         let interval = (interval_ms != 0).then(|| Duration::from_millis(interval_ms));
         Ok((interval, rate))
+    }
+
+    /// The over-replication wait, checked (`None`: off). Off by default when collection is
+    /// off; asked for explicitly there, it is refused, since it would silently do nothing.
+    fn gc_overreplicated(&self, collecting: bool) -> Result<Option<Duration>, ConfigError> {
+        let wait_ms = match (self.gc_overreplicated_wait_ms, collecting) {
+            // Off unless asked for: ringlog keeps no local record of its bookie id (the Java
+            // bookie's cookie in its data directory), so a bookie restarted under a new
+            // address would find every closed ledger over-replicated and delete it.
+            (Some(0) | None, _) => return Ok(None),
+            (Some(_), false) => {
+                return Err(ConfigError::OutOfBounds {
+                    option: "gc-overreplicated-wait-ms",
+                    expected: "0 (off) while --gc-interval-ms is 0",
+                })
+            }
+            (Some(wait_ms), true) => wait_ms,
+        };
+        let bounds = limits::GC_OVERREPLICATED_WAIT_MS_MIN..=limits::GC_OVERREPLICATED_WAIT_MS_MAX;
+        if !bounds.contains(&wait_ms) {
+            return Err(ConfigError::OutOfBounds {
+                option: "gc-overreplicated-wait-ms",
+                expected: "0 (off) or 100..=604800000",
+            });
+        }
+        Ok(Some(Duration::from_millis(wait_ms)))
     }
 }
 

@@ -200,6 +200,10 @@ pub const GC_METADATA_RATE_MAX: u32 = 100_000;
 pub const COMPACTION_RATE_MIB_DEFAULT: u64 = 64;
 /// Largest `--compaction-rate-mib`.
 pub const COMPACTION_RATE_MIB_MAX: u64 = 4096;
+/// Smallest non-zero `--gc-overreplicated-wait-ms`, as for the interval: tests use 1000 ms.
+pub const GC_OVERREPLICATED_WAIT_MS_MIN: u64 = GC_INTERVAL_MS_MIN;
+/// Largest `--gc-overreplicated-wait-ms`: one week.
+pub const GC_OVERREPLICATED_WAIT_MS_MAX: u64 = GC_INTERVAL_MS_MAX;
 /// Ledgers per `Mail::DeleteLedgers`: bounds the work one mail gives a shard's loop turn.
 pub const GC_DELETE_BATCH_LEDGERS_MAX: usize = 4096;
 /// Children of one metadata znode the collector accepts: a hierarchical level has at most

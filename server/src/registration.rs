@@ -19,7 +19,9 @@
 
 mod bookie_id;
 mod gc;
+mod gc_overreplicated;
 mod ledger_layout;
+mod ledger_metadata;
 mod read_rate;
 mod session;
 mod steps;
@@ -29,6 +31,8 @@ mod znode;
 mod tests;
 #[cfg(test)]
 mod tests_gc;
+#[cfg(test)]
+mod tests_gc_overreplicated;
 
 pub use bookie_id::BookieIdError;
 pub use znode::{Cookie, CookieError};

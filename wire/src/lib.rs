@@ -8,6 +8,8 @@
 //!   fuzz and tests;
 //! - `entry_body`: the body an entry is stored and returned as (digest, LAC, master key);
 //! - `code`: v2 error codes;
+//! - `ledger_metadata`: BookKeeper's `LedgerMetadataFormat` (a ledger's metadata znode), as
+//!   prost types, for the server's garbage collector;
 //! - [`decode_any_request`]: tells v2 from v3 per frame by the first payload byte (§1.2).
 //!
 //! Byte layouts are in `docs/bookkeeper-protocol.md` §1 (framing), §2 (v2 frames), §3 (v3
@@ -20,6 +22,7 @@ pub mod code;
 mod entry_body;
 mod error;
 mod frame;
+pub mod ledger_metadata;
 mod v2;
 pub mod v3;
 

@@ -12,7 +12,11 @@
 //!    that does not parse keeps every ledger of its branch;
 //! 4. only if every read succeeded, sends each owner shard a `Mail::DeleteLedgers` of the
 //!    snapshot ledgers the listing lacks. A full mailbox defers them to the next round.
+//!
+//! With --gc-overreplicated-wait-ms, a complete round is followed, once per wait period, by
+//! the check for over-replicated ledgers (`gc_overreplicated.rs`).
 
+use super::gc_overreplicated::{check, Candidates, CheckOutcome};
 use super::ledger_layout::{
     branch_ids, child_classify, layout_parse, Branch, Child, LayoutError, Manager, LAYOUT_ZNODE,
 };
@@ -172,7 +176,7 @@ fn candidates_keep(candidates: &mut BTreeSet<i64>, branch: &Branch) {
     }
 }
 
-fn path_join(parent: &str, name: &str) -> String {
+pub(super) fn path_join(parent: &str, name: &str) -> String {
     if parent.ends_with('/') {
         format!("{parent}{name}")
     } else {
@@ -180,38 +184,69 @@ fn path_join(parent: &str, name: &str) -> String {
     }
 }
 
-/// The collector: rounds every --gc-interval-ms until the server stops.
-pub(super) async fn collect(control: &Control) {
+/// The collector: rounds every --gc-interval-ms until the server stops. `bookie` is the id
+/// this bookie registered as, which ensembles name it by.
+pub(super) async fn collect(control: &Control, bookie: &str) {
     let Some(interval) = control.config.gc_interval else {
         return;
     };
     let mut client: Option<Client> = None;
     let mut rate = ReadRate::new(control.config.gc_metadata_rate);
-    let mut warning_last = String::new();
+    // The last warning of each, said once while it lasts, not every round.
+    let mut round_warning = String::new();
+    let mut check_warning = String::new();
+    let mut candidates = control
+        .config
+        .gc_overreplicated_wait
+        .map(|wait| Candidates::new(wait, Instant::now()));
     while sleep_unless_stopping(control, interval).await {
         let started = Instant::now();
         let round = until_stopping(control, round_run(control, &mut client, &mut rate)).await;
-        let Some(round) = round else {
-            break;
-        };
-        match round {
-            Ok(outcome) => {
-                warning_last.clear();
-                deletions_send(control, &outcome, started.elapsed());
+        let outcome = match round {
+            None | Some(Err(RoundError::Read(ReadError::Stopping))) => break,
+            Some(Err(error)) => {
+                warn_once(
+                    &mut round_warning,
+                    Some(format!("{error}; nothing collected this round")),
+                );
+                continue;
             }
-            Err(RoundError::Read(ReadError::Stopping)) => break,
-            Err(error) => {
-                // Said once while it lasts, not every round.
-                let warning = error.to_string();
-                if warning != warning_last {
-                    eprintln!("ringlog: gc: {warning}; nothing collected this round");
-                    warning_last = warning;
-                }
+            Some(Ok(outcome)) => outcome,
+        };
+        warn_once(&mut round_warning, None);
+        deletions_send(control, &outcome, started.elapsed());
+        // Only after a complete round, on the session it just used.
+        let now = Instant::now();
+        let Some(candidates) = candidates.as_mut().filter(|c| c.check_due(now)) else {
+            continue;
+        };
+        let client = client.as_ref().expect("a complete round has a session");
+        match overreplicated_run(control, client, &mut rate, bookie).await {
+            None | Some(Err(RoundError::Read(ReadError::Stopping))) => break,
+            Some(Err(error)) => {
+                let warning = format!("over-replication check: {error}; nothing deleted by it");
+                warn_once(&mut check_warning, Some(warning));
+            }
+            Some(Ok(outcome)) => {
+                warn_once(&mut check_warning, None);
+                overreplicated_send(control, candidates, &outcome);
             }
         }
     }
     if let Some(client) = client {
         close(client, deregister_bound()).await;
+    }
+}
+
+/// Prints `warning` unless it is the one printed last; `None` ends the last one.
+fn warn_once(last: &mut String, warning: Option<String>) {
+    match warning {
+        None => last.clear(),
+        Some(warning) if warning != *last => {
+            eprintln!("ringlog: gc: {warning}");
+            *last = warning;
+        }
+        Some(_) => {}
     }
 }
 
@@ -250,11 +285,69 @@ async fn round_run(
     .await
 }
 
+/// One over-replication check on the collector's session; `None` if the server stopped.
+async fn overreplicated_run(
+    control: &Control,
+    client: &Client,
+    rate: &mut ReadRate,
+    bookie: &str,
+) -> Option<Result<CheckOutcome, RoundError>> {
+    let mut metadata = ZooKeeperMetadata {
+        control,
+        client,
+        rate,
+    };
+    let router = &control.router;
+    let checked = check(&mut metadata, &control.config.root, bookie, || {
+        router.ledgers_snapshot()
+    });
+    until_stopping(control, checked).await
+}
+
+/// Applies a complete check to the candidates and deletes those past their grace period.
+fn overreplicated_send(control: &Control, candidates: &mut Candidates, outcome: &CheckOutcome) {
+    // The check's end: every sighting of the next check is a full period after it.
+    let ended = Instant::now();
+    let deletions = candidates.check_apply(ended, &outcome.overreplicated);
+    let grace = candidates.count() - deletions.len();
+    let (sent, deferred) = ledgers_mail(control, &deletions);
+    if sent > 0 || deferred > 0 {
+        let wait = control
+            .config
+            .gc_overreplicated_wait
+            .expect("candidates exist only with a wait");
+        println!(
+            "ringlog: gc: deleting {sent} over-replicated ledgers (closed, in no ensemble as \
+             this bookie, for at least {} ms; {} checked, {} unparsed, {} being replicated, \
+             {} in their grace period, {deferred} deferred to the next check: mailbox full)",
+            wait.as_millis(),
+            outcome.ledgers_checked,
+            outcome.nodes_unparsed,
+            outcome.ledgers_replicating,
+            grace
+        );
+    }
+}
+
 /// Sends each owner its deletions and logs the round if it deleted anything.
 fn deletions_send(control: &Control, outcome: &RoundOutcome, elapsed: Duration) {
+    let (sent, deferred) = ledgers_mail(control, &outcome.deletions);
+    if sent > 0 || deferred > 0 {
+        println!(
+            "ringlog: gc: deleting {sent} ledgers whose metadata is gone ({} listed, \
+             {deferred} deferred to the next round: mailbox full) in {} ms",
+            outcome.ledgers_listed,
+            elapsed.as_millis()
+        );
+    }
+}
+
+/// Mails each owner shard `Mail::DeleteLedgers` of its `ledgers`; returns how many were sent
+/// and how many a full mailbox deferred.
+fn ledgers_mail(control: &Control, ledgers: &[i64]) -> (usize, usize) {
     let router = &control.router;
     let mut by_owner: BTreeMap<ShardId, Vec<i64>> = BTreeMap::new();
-    for &ledger in &outcome.deletions {
+    for &ledger in ledgers {
         // Forgotten meanwhile: deleted by an earlier round's mail.
         if let Some(owner) = router.owner(ledger) {
             by_owner.entry(owner).or_default().push(ledger);
@@ -275,7 +368,7 @@ fn deletions_send(control: &Control, outcome: &RoundOutcome, elapsed: Duration) 
                 }
                 // The router still maps them: the next round finds them again.
                 Err(SendError::Full(_)) => deferred += chunk.len(),
-                Err(SendError::Gone) => return,
+                Err(SendError::Gone) => return (sent, deferred),
             }
         }
         if woken {
@@ -284,14 +377,7 @@ fn deletions_send(control: &Control, outcome: &RoundOutcome, elapsed: Duration) 
             }
         }
     }
-    if sent > 0 || deferred > 0 {
-        println!(
-            "ringlog: gc: deleting {sent} ledgers whose metadata is gone ({} listed, \
-             {deferred} deferred to the next round: mailbox full) in {} ms",
-            outcome.ledgers_listed,
-            elapsed.as_millis()
-        );
-    }
+    (sent, deferred)
 }
 
 /// ZooKeeper reads, paced by --gc-metadata-rate and bounded by the request timeout.

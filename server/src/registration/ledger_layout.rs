@@ -228,9 +228,24 @@ pub fn branch_ids(branch: &Branch) -> (i64, i64) {
     (clamp(&low), clamp(&high))
 }
 
-/// The path of `ledger`'s metadata under a hierarchical root, as the hierarchical manager
-/// writes it (tests): short below `i32::MAX`, long from it up.
-#[cfg(test)]
+impl Manager {
+    /// The path form under which this manager stores `ledger`'s metadata; `None` for an id
+    /// it cannot store (the legacy manager's ten digits).
+    #[must_use]
+    pub fn form_of(self, ledger: i64) -> Option<Form> {
+        assert!(ledger >= 0);
+        match self {
+            Manager::Hierarchical => Some(form_hybrid(ledger)),
+            Manager::LongHierarchical => Some(Form::Long),
+            Manager::LegacyHierarchical => (ledger <= SHORT_ID_MAX).then_some(Form::Short),
+        }
+    }
+}
+
+/// The largest id the short form's ten digits hold.
+const SHORT_ID_MAX: i64 = 9_999_999_999;
+
+/// The path of `ledger`'s metadata under a hierarchical root in `form`.
 #[must_use]
 pub fn ledger_path(root: &str, ledger: i64, form: Form) -> String {
     assert!(ledger >= 0);
@@ -254,7 +269,6 @@ pub fn ledger_path(root: &str, ledger: i64, form: Form) -> String {
 }
 
 /// The form the hierarchical manager uses for `ledger` (`getHybridHierarchicalLedgerPath`).
-#[cfg(test)]
 #[must_use]
 pub fn form_hybrid(ledger: i64) -> Form {
     if ledger < i64::from(i32::MAX) {

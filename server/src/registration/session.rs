@@ -116,10 +116,12 @@ async fn run(control: Control) {
                 path: control.paths.registration(place, &bookie.id.id),
                 id: bookie.id.id.clone(),
             }));
-            // The collector runs beside the registration loop, on this thread.
+            // The collector runs beside the registration loop, on this thread; it needs the
+            // id to tell the ensembles that name this bookie.
+            let id = bookie.id.id.clone();
             both(
                 serve(&control, client, bookie),
-                super::gc::collect(&control),
+                super::gc::collect(&control, &id),
             )
             .await;
         }

@@ -173,6 +173,9 @@ fn zookeeper_options_default_and_need_zk() {
         Some(Duration::from_millis(600_000))
     );
     assert_eq!(registration.gc_metadata_rate, 1_000);
+    // Off: without a local record of its id, a bookie moved to a new address would take
+    // every ledger for over-replicated.
+    assert_eq!(registration.gc_overreplicated_wait, None);
     // Each ZooKeeper option alone is refused: it would silently do nothing.
     let lonely = [
         ServeArgs {
@@ -197,6 +200,10 @@ fn zookeeper_options_default_and_need_zk() {
         },
         ServeArgs {
             gc_metadata_rate: Some(10),
+            ..ServeArgs::default()
+        },
+        ServeArgs {
+            gc_overreplicated_wait_ms: Some(1000),
             ..ServeArgs::default()
         },
     ];
@@ -239,6 +246,42 @@ fn gc_options_are_checked() {
     ] {
         let error = gc(interval_ms, rate).unwrap_err().to_string();
         assert!(error.contains("gc-"), "{error}");
+    }
+}
+
+#[test]
+fn gc_overreplicated_wait_is_checked() {
+    let wait = |interval_ms: Option<u64>, wait_ms: Option<u64>| {
+        ServeArgs {
+            data_dir: Some(DataDirList::Joined("/data".into())),
+            zk: Some("127.0.0.1:2181".into()),
+            gc_interval_ms: interval_ms,
+            gc_overreplicated_wait_ms: wait_ms,
+            ..ServeArgs::default()
+        }
+        .resolve(&[0])
+        .map(|config| config.registration.unwrap().gc_overreplicated_wait)
+    };
+    assert_eq!(wait(None, Some(0)).unwrap(), None);
+    assert_eq!(
+        wait(Some(200), Some(100)).unwrap(),
+        Some(Duration::from_millis(100))
+    );
+    assert_eq!(
+        wait(None, Some(604_800_000)).unwrap(),
+        Some(Duration::from_secs(604_800))
+    );
+    // Collection off: the check is off by default, and refused when asked for (it would
+    // silently do nothing).
+    assert_eq!(wait(Some(0), None).unwrap(), None);
+    assert_eq!(wait(Some(0), Some(0)).unwrap(), None);
+    for (interval_ms, wait_ms) in [
+        (Some(0), Some(1_000)),
+        (None, Some(99)),
+        (None, Some(604_800_001)),
+    ] {
+        let error = wait(interval_ms, wait_ms).unwrap_err().to_string();
+        assert!(error.contains("gc-overreplicated-wait-ms"), "{error}");
     }
 }
 

@@ -1,13 +1,17 @@
 //! Garbage collection against a real ZooKeeper and a real server (docs/gc.md): ledgers whose
 //! metadata znodes are deleted (both hierarchical path forms) answer NoLedger, kept ones
 //! read back, whole segments of deleted ledgers leave the disk; under a layout the collector
-//! does not understand it logs once and deletes nothing.
+//! does not understand it logs once and deletes nothing. Over-replicated ledgers (closed, in
+//! no ensemble as this bookie) go one wait period after their metadata says so; open ones,
+//! ones that name this bookie and ones under replication stay.
 
-use crate::registration::{root, zk_args, zookeeper, Zk};
+use crate::registration::{free_port, root, zk_args, zookeeper, Zk};
 use crate::support::{uring_available, Client, Reply, Server, TestDir, KEY};
+use prost::Message;
 use std::path::Path;
 use std::time::{Duration, Instant};
 use wire::code;
+use wire::ledger_metadata::{LedgerMetadataFormat, Segment, State};
 use zookeeper_client::CreateMode;
 
 const LAYOUT_HIERARCHICAL: &[u8] =
@@ -265,4 +269,168 @@ fn zookeeper_errors_delete_nothing_and_the_bookie_keeps_serving() {
         "{:?}",
         exited.stderr
     );
+}
+
+/// Version 3 ledger metadata (`LedgerMetadataSerDe`: header line, then the message
+/// length-delimited) of a ledger in `state` with one ensemble of `members`.
+fn metadata_v3(state: State, members: &[&str]) -> Vec<u8> {
+    let format = LedgerMetadataFormat {
+        quorum_size: Some(2),
+        ensemble_size: Some(2),
+        length: Some(0),
+        last_entry_id: Some(if state == State::Closed { 3 } else { -1 }),
+        state: Some(state as i32),
+        segment: vec![Segment {
+            ensemble_member: members.iter().map(|m| (*m).to_string()).collect(),
+            first_entry_id: Some(0),
+        }],
+        ack_quorum_size: Some(2),
+    };
+    let mut bytes = b"BookieMetadataFormatVersion\t3\n".to_vec();
+    format.encode_length_delimited(&mut bytes).unwrap();
+    bytes
+}
+
+/// BookKeeper's under-replication marker of `ledger` (`ZkLedgerUnderreplicationManager`:
+/// the id's four 16-bit parts in hex, then `urL` and ten digits).
+fn underreplicated_znode(root: &str, ledger: i64) -> String {
+    let parts: Vec<String> = [48, 32, 16, 0]
+        .iter()
+        .map(|shift| format!("{:04x}", (ledger >> shift) & 0xffff))
+        .collect();
+    format!(
+        "{root}/underreplication/ledgers/{}/urL{ledger:010}",
+        parts.join("/")
+    )
+}
+
+const OVERREPLICATED_WAIT_MS: u64 = 1_000;
+
+#[test]
+fn overreplicated_ledgers_are_deleted_after_the_wait_and_the_others_kept() {
+    let Some(address) = zookeeper() else {
+        return;
+    };
+    if !uring_available() {
+        return;
+    }
+    let root = root("gc-overrep");
+    let zk = Zk::connect(address);
+    let persistent = CreateMode::Persistent;
+    zk.create(&format!("{root}/LAYOUT"), LAYOUT_HIERARCHICAL, persistent);
+    // The id the bookie registers as, which ensembles name it by.
+    let us = format!("127.0.0.1:{}", free_port());
+    let other = "10.0.0.8:3181";
+    let elsewhere = ["10.0.0.9:3181", other];
+    // 21: closed with us, rewritten below without us (re-replication moved it): deleted.
+    // 22: closed with us: kept. 23: open without us: kept (its ensemble may change back).
+    // 24: closed without us but marked under-replicated: kept.
+    let ledgers: [(i64, Vec<u8>); 4] = [
+        (21, metadata_v3(State::Closed, &[&us, other])),
+        (22, metadata_v3(State::Closed, &[other, &us])),
+        (23, metadata_v3(State::Open, &elsewhere)),
+        (24, metadata_v3(State::Closed, &elsewhere)),
+    ];
+    for (ledger, metadata) in &ledgers {
+        zk.create(&ledger_znode(&root, *ledger), metadata, persistent);
+    }
+    zk.create(&underreplicated_znode(&root, 24), b"", persistent);
+    let dir = TestDir::new("gc-overrep");
+    let wait = OVERREPLICATED_WAIT_MS.to_string();
+    let extra = [
+        "--gc-interval-ms",
+        "200",
+        "--gc-overreplicated-wait-ms",
+        wait.as_str(),
+        "--advertised-address",
+        us.as_str(),
+    ];
+    let server = Server::start(&dir.0, 1, &zk_args(address, &root, &extra));
+    let mut client = server.connect();
+    for (ledger, _) in &ledgers {
+        for entry in 0..4 {
+            assert_eq!(client.add(0, &KEY, *ledger, entry), code::EOK);
+        }
+    }
+    // Several checks, each past the wait: nothing is over-replicated yet but 24, which is
+    // under replication.
+    std::thread::sleep(Duration::from_millis(3 * OVERREPLICATED_WAIT_MS));
+    for (ledger, _) in &ledgers {
+        assert_eq!(client.read(0, *ledger, 3, None).0, code::EOK, "{ledger}");
+    }
+    zk.set(
+        &ledger_znode(&root, 21),
+        &metadata_v3(State::Closed, &elsewhere),
+    );
+    let rewritten = Instant::now();
+    wait_until("the over-replicated ledger answers NoLedger", || {
+        client.read(0, 21, 0, None).0 == code::ENOLEDGER
+    });
+    let waited = rewritten.elapsed();
+    // Seen over-replicated by one check, deleted by one a full wait later.
+    assert!(
+        waited >= Duration::from_millis(OVERREPLICATED_WAIT_MS),
+        "deleted {waited:?} after the rewrite"
+    );
+    for ledger in [22, 23, 24] {
+        assert_eq!(client.read(0, ledger, 3, None).0, code::EOK, "{ledger}");
+    }
+    let exited = server.terminate();
+    assert!(exited.status.success(), "{:?}", exited.stderr);
+    assert_eq!(exited.summary_total("ledgers_deleted"), 1);
+    let lines: Vec<&String> = exited
+        .stdout
+        .iter()
+        .filter(|line| line.contains("over-replicated"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{:?}", exited.stdout);
+    assert!(lines[0].contains("deleting 1 over-replicated"), "{lines:?}");
+    println!("deleted {waited:?} after the rewrite; {}", lines[0]);
+}
+
+#[test]
+fn a_check_that_cannot_read_deletes_nothing_and_says_so_once() {
+    let Some(address) = zookeeper() else {
+        return;
+    };
+    if !uring_available() {
+        return;
+    }
+    let root = root("gc-overrep-denied");
+    let zk = Zk::connect(address);
+    let persistent = CreateMode::Persistent;
+    zk.create(&format!("{root}/LAYOUT"), LAYOUT_HIERARCHICAL, persistent);
+    let us = format!("127.0.0.1:{}", free_port());
+    // Over-replicated by its metadata from the start, but its replication lock cannot be
+    // read (NoAuth): every check fails at that read and must delete nothing.
+    let metadata = metadata_v3(State::Closed, &["10.0.0.9:3181", "10.0.0.8:3181"]);
+    zk.create(&ledger_znode(&root, 31), &metadata, persistent);
+    let lock = format!("{root}/underreplication/locks/urL{:010}", 31);
+    zk.create(&lock, b"", persistent);
+    zk.acl_deny_read(&lock);
+    let dir = TestDir::new("gc-overrep-denied");
+    let extra = [
+        "--gc-interval-ms",
+        "200",
+        "--gc-overreplicated-wait-ms",
+        "500",
+        "--advertised-address",
+        us.as_str(),
+    ];
+    let server = Server::start(&dir.0, 1, &zk_args(address, &root, &extra));
+    let mut client = server.connect();
+    assert_eq!(client.add(0, &KEY, 31, 0), code::EOK);
+    // Six waits: six failed checks.
+    std::thread::sleep(Duration::from_millis(3_000));
+    assert_eq!(client.read(0, 31, 0, None).0, code::EOK);
+    let exited = server.terminate();
+    assert!(exited.status.success(), "{:?}", exited.stderr);
+    assert_eq!(exited.summary_total("ledgers_deleted"), 0);
+    let warnings: Vec<&String> = exited
+        .stderr
+        .iter()
+        .filter(|line| line.contains("over-replication check"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{:?}", exited.stderr);
+    assert!(warnings[0].contains(&lock), "{warnings:?}");
 }

@@ -74,7 +74,7 @@ fn zk_script(args: &[&str]) -> Result<(), String> {
     Ok(())
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -131,6 +131,13 @@ impl Zk {
         )];
         self.runtime
             .block_on(self.client.set_acl(path, &acl, None))
+            .unwrap();
+    }
+
+    /// Replaces `path`'s data (any version).
+    pub(crate) fn set(&self, path: &str, data: &[u8]) {
+        self.runtime
+            .block_on(self.client.set_data(path, data, None))
             .unwrap();
     }
 
