@@ -271,7 +271,6 @@ struct Control {
     zk_create_us_max: u64,
     zk_delete_us_max: u64,
     warmup_ns: u64,
-    rate: f64,
     ledger_entries: u32,
 }
 
@@ -308,7 +307,6 @@ impl Control {
             zk_create_us_max: 0,
             zk_delete_us_max: 0,
             warmup_ns: plan.warmup_ns,
-            rate: args.rate,
             ledger_entries: args.ledger_entries,
         }
     }
@@ -509,7 +507,6 @@ impl Control {
     fn report_extend(&self, report: &mut Report, io_end: Option<u64>) {
         let disk = DiskSummary::of(&self.samples, self.steady_from.unwrap_or(0));
         let extra = &mut report.extra;
-        extra.push(("rate_target", self.rate));
         extra.push(("ledger_entries", f64::from(self.ledger_entries)));
         extra.push(("keep_ledgers", self.keep_ledgers as f64));
         extra.push(("deletions", if self.delete { 1.0 } else { 0.0 }));

@@ -511,8 +511,15 @@ fn rollover_moves_slots_to_new_ledgers_only_when_ready() {
     assert_eq!(closed, expected);
     let store = bookie.store.lock().expect("store");
     for id in 1000..1008 {
-        let entries: Vec<i64> = store.range((id, 0)..(id + 1, 0)).map(|(k, _)| k.1).collect();
+        let entries: Vec<i64> = store
+            .range((id, 0)..(id + 1, 0))
+            .map(|(k, _)| k.1)
+            .collect();
         assert_eq!(entries, (0..100).collect::<Vec<_>>(), "ledger {id}");
     }
-    assert_eq!(store.len(), 800, "nothing written to a generation not ready");
+    assert_eq!(
+        store.len(),
+        800,
+        "nothing written to a generation not ready"
+    );
 }
