@@ -21,7 +21,7 @@
 #     CHURN_WA_MAX set (the zero-ahead writes of the default server make it about 2 below
 #     saturation: docs/churn.md).
 # Usage: scripts/churn.sh RELEASE_DIR BENCH_DIR SECONDS
-# Env: CHURN_ENFORCE (0), CHURN_BASELINE_SECONDS (2/3 x SECONDS, at most 120), CHURN_RATE (294000),
+# Env: CHURN_ENFORCE (0), CHURN_BASELINE_SECONDS (SECONDS / 2, at most 120), CHURN_RATE (294000),
 #   CHURN_LEDGERS (50), CHURN_LEDGER_ENTRIES (50000), CHURN_KEEP_LEDGERS (2 x ledgers),
 #   CHURN_ENTRY_SIZE (1024), CHURN_GC_INTERVAL_MS (5000), CHURN_SEGMENT_SIZE (67108864),
 #   CHURN_SERVER_ARGS (extra `ringlog serve` flags), CHURN_WA_MAX (none), CHURN_DIR (parent
@@ -32,7 +32,7 @@ export LC_ALL=C # awk's number formats, whatever the locale
 release=${1:?release dir} bench_dir=${2:?bench dir} seconds=${3:?seconds}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 enforce=${CHURN_ENFORCE:-0}
-baseline_seconds=${CHURN_BASELINE_SECONDS:-$((seconds < 180 ? 2 * seconds / 3 : 120))}
+baseline_seconds=${CHURN_BASELINE_SECONDS:-$((seconds < 240 ? seconds / 2 : 120))}
 rate=${CHURN_RATE:-294000} ledgers=${CHURN_LEDGERS:-50}
 ledger_entries=${CHURN_LEDGER_ENTRIES:-50000} keep_ledgers=${CHURN_KEEP_LEDGERS:-$((2 * ledgers))}
 entry_size=${CHURN_ENTRY_SIZE:-1024} gc_interval_ms=${CHURN_GC_INTERVAL_MS:-5000}
@@ -163,11 +163,16 @@ factor, lag, slack = float(factor), float(lag), float(slack)
 labels = ["baseline-a", "churn", "baseline-b"]
 runs = {label: json.load(open(f"{run}/{label}.json")) for label in labels}
 keys = ["bytes_written", "zero_ahead_bytes", "index_bytes_written", "checkpoints_written",
-        "segments_sealed", "ledgers_deleted", "segments_removed", "segment_bytes_removed"]
+        "segments_sealed", "ledgers_deleted", "segments_removed", "segment_bytes_removed",
+        "metadata_calls", "commits_stalled", "staging_full"]
 for label in labels:
     text = open(f"{run}/server-{label}.log").read()
     runs[label]["engine"] = {key: sum(int(v) for v in re.findall(rf" {key}=(\d+)", text))
                              for key in keys}
+    # The longest blocking file-system call (create, rename, fsync of a directory, unlink) a
+    # shard made: the shard serves nothing meanwhile.
+    runs[label]["engine"]["metadata_us_max"] = max(
+        [int(v) for v in re.findall(r" metadata_us_max=(\d+)", text)] or [0])
     runs[label]["server_exit_status"] = int(open(f"{run}/{label}.status").read())
 mb = lambda b: b / 1e6
 print("== churn report (targets %s)" % ("enforced" if enforce == "1" else "reported, not enforced"))
@@ -193,6 +198,11 @@ print("     ledgers deleted %d (the bench deleted %d znodes), segments sealed %d
       "(%.0f MB), checkpoints %d" % (engine["ledgers_deleted"], churn["ledgers_deleted"],
       engine["segments_sealed"], engine["segments_removed"],
       mb(engine["segment_bytes_removed"]), engine["checkpoints_written"]))
+for label in labels:
+    e = runs[label]["engine"]
+    print("   %-11s blocking file-system calls on the shards: %d, longest %.1f ms; commits "
+          "stalled %d, adds refused for staging room %d" % (label, e["metadata_calls"],
+          e["metadata_us_max"] / 1e3, e["commits_stalled"], e["staging_full"]))
 checks, failed = [], 0
 def check(kind, passed, text, enforced=None):
     global failed

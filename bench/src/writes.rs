@@ -209,7 +209,8 @@ impl Running {
         })
     }
 
-    /// Asks every thread to stop sending now (they still drain their adds in flight).
+    /// Stops every thread at once, as a failed thread does: adds in flight are abandoned
+    /// (the report counts them). For a controller that cannot go on (`churn`'s ZooKeeper).
     pub fn stop(&self) {
         self.shared
             .stop
