@@ -18,8 +18,9 @@ INTEROP_ARGS ?=
 RETENTION_ENTRIES ?= 200000000
 RETENTION_SERVER_ARGS ?=
 DISK_FULL_MIB ?= 1024
+CHURN_SECONDS ?= 600
 
-.PHONY: help deps shellcheck-deps zk-deps fuzz-smoke build check test sim crash bench bench-disk bench-journal neighbour retention interop disk-full compare ci clean
+.PHONY: help deps shellcheck-deps zk-deps fuzz-smoke build check test sim crash bench bench-disk bench-journal neighbour retention churn interop disk-full compare ci clean
 COMPARE_PAIRS ?= 3
 COMPARE_SECONDS ?= 20
 RESULTS_DIR ?= $(CURDIR)/results
@@ -60,6 +61,7 @@ test: check zk-deps
 	$(MAKE) crash CYCLES=20
 	$(MAKE) retention RETENTION_ENTRIES=2000000 RETENTION_SERVER_ARGS="--segment-size 67108864" \
 	  RETENTION_ENFORCE=$(or $(RETENTION_ENFORCE),1)
+	$(MAKE) churn CHURN_SECONDS=60
 	$(MAKE) interop QUICK=true
 	$(MAKE) disk-full DISK_FULL_MIB=512
 	$(MAKE) fuzz-smoke
@@ -96,6 +98,10 @@ neighbour: build
 retention: build
 	RETENTION_ENTRIES=$(RETENTION_ENTRIES) RETENTION_SERVER_ARGS="$(RETENTION_SERVER_ARGS)" \
 	  RETENTION_ENFORCE=$(or $(RETENTION_ENFORCE),1) scripts/retention.sh $(RELEASE) $(BENCH_DIR)
+
+## Issue 14: ledgers created, written at half the seed throughput and deleted (ZooKeeper + gc) for CHURN_SECONDS (600) between two no-delete baselines; disk vs live, p99 vs baseline, write amplification; CHURN_ENFORCE=1 fails on a missed target; docs/churn.md.
+churn: build zk-deps
+	scripts/churn.sh $(RELEASE) $(BENCH_DIR) $(CHURN_SECONDS)
 
 ## Real Java BookKeeper client vs real bookies (interop/README.md): BOOKIE=ringlog|java, QUICK=true.
 interop:

@@ -1,6 +1,7 @@
 //! ringlog-bench: the physical disk floor, the engine in-process, and load over the network.
 #![forbid(unsafe_code)]
 
+mod churn;
 mod disk;
 mod journal;
 mod reads;
@@ -28,6 +29,9 @@ enum Command {
     Writes(writes::WritesArgs),
     /// Reads back and checks every entry a `writes --verify-log` run recorded as acked.
     Reads(reads::ReadsArgs),
+    /// Ledgers created, written and deleted (in ZooKeeper) continuously, with the bookie's
+    /// disk use and write amplification against the data still live (issue 14).
+    Churn(churn::ChurnArgs),
 }
 
 fn main() {
@@ -37,6 +41,7 @@ fn main() {
         Command::Journal(args) => journal::run(args),
         Command::Writes(args) => writes::run(args),
         Command::Reads(args) => reads::run(args),
+        Command::Churn(args) => churn::run(args),
     };
     if let Err(error) = result {
         eprintln!("ringlog-bench: {error}");

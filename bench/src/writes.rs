@@ -2,8 +2,9 @@
 //! BookKeeper's `bin/benchmark writes` (BenchThroughputLatency): a random ledger per add, entry
 //! ids per ledger from 0, at most `--throttle` adds outstanding, latency from send to ack.
 //!
-//! Layout: this file validates flags, starts the client threads, prints one line per second
-//! and assembles the report; `worker` is one client thread; `connections` is its sockets.
+//! Layout: this file validates flags, starts the client threads (`Running`, which `churn`
+//! reuses), merges and prints one line per second (`Intervals`) and assembles the report;
+//! `worker` is one client thread; `connections` is its sockets.
 
 mod connections;
 mod worker;
@@ -12,6 +13,7 @@ mod worker;
 mod tests;
 
 pub(crate) use connections::{BufferSizes, Connections};
+pub(crate) use worker::{ledger_id_of, Message, Outcome, Rollover};
 
 use crate::report::Report;
 use crate::verify_log::LogFile;
@@ -25,7 +27,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{mpsc, Arc, Barrier, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 use wire::{code, FRAME_SIZE_MAX_DEFAULT};
-use worker::{Message, Outcome, Shared, ThreadPlan};
+use worker::{Shared, ThreadPlan};
 
 /// Flags of `ringlog-bench writes`.
 #[derive(clap::Args, Debug, Clone)]
@@ -139,44 +141,15 @@ pub fn run(args: &WritesArgs) -> Result<(), String> {
         .transpose()?;
     let mut hdr_log = args.hdr_log.as_deref().map(HdrLog::create).transpose()?;
     println!("{}", plan.describe());
-    let shared = Arc::new(Shared {
-        stop: AtomicBool::new(false),
-        start: OnceLock::new(),
-        barrier: Barrier::new(plan.thread_count + 1),
-        log,
-    });
-    let (sender, receiver) = mpsc::channel();
-    let mut handles = Vec::with_capacity(plan.thread_count);
-    for thread in 0..plan.thread_count {
-        let thread_plan = plan.thread(thread);
-        let (shared, sender) = (shared.clone(), sender.clone());
-        let handle = std::thread::Builder::new()
-            .name(format!("writes-{thread}"))
-            .spawn(move || worker::run_thread(thread_plan, &shared, sender))
-            .map_err(|error| format!("spawning client thread: {error}"))?;
-        handles.push(handle);
-    }
-    drop(sender);
-    shared.barrier.wait();
-    let _ = shared.start.get_or_init(Instant::now);
+    let running = Running::start(&plan, log, None)?;
     if let Some(hdr_log) = &mut hdr_log {
         let measure_start = SystemTime::now() + Duration::from_nanos(plan.warmup_ns);
         hdr_log.write_header(measure_start)?;
     }
-    let (seconds_without_acks, hdr_result) = print_intervals(&receiver, &plan, hdr_log.as_mut());
-    let mut outcomes = Vec::with_capacity(handles.len());
-    for handle in handles {
-        outcomes.push(
-            handle
-                .join()
-                .map_err(|_| "a client thread panicked".to_string())?,
-        );
-    }
-    let failure = outcomes.iter().find_map(|outcome| outcome.failure.clone());
-    if let (Some(failure), true) = (&failure, outcomes.iter().all(|o| o.sent == 0)) {
-        // Nothing was sent (no connection, say): a report of zeros would only hide the error.
-        return Err(failure.clone());
-    }
+    let (seconds_without_acks, hdr_result) =
+        print_intervals(&running.receiver, &plan, hdr_log.as_mut());
+    let outcomes = running.join()?;
+    let failure = outcomes_failure(&outcomes)?;
     let mut report = plan.report(&outcomes);
     // A stall shows here even when the latency histogram's tail is made of few adds.
     report
@@ -190,6 +163,82 @@ pub fn run(args: &WritesArgs) -> Result<(), String> {
     }
     hdr_result?;
     failure.map_or(Ok(()), Err)
+}
+
+/// The client threads of one run, started and past their common start line.
+pub(crate) struct Running {
+    /// Every thread's `Message`s; it ends once every thread has stopped.
+    pub receiver: mpsc::Receiver<Message>,
+    shared: Arc<Shared>,
+    handles: Vec<std::thread::JoinHandle<Outcome>>,
+}
+
+impl Running {
+    /// Starts one thread per `plan.thread`, each with `rollover`, and returns once every
+    /// thread has connected (or failed to) and the clock has started.
+    pub fn start(
+        plan: &Plan,
+        log: Option<LogFile>,
+        rollover: Option<&Rollover>,
+    ) -> Result<Running, String> {
+        let shared = Arc::new(Shared {
+            stop: AtomicBool::new(false),
+            start: OnceLock::new(),
+            barrier: Barrier::new(plan.thread_count + 1),
+            log,
+        });
+        let (sender, receiver) = mpsc::channel();
+        let mut handles = Vec::with_capacity(plan.thread_count);
+        for thread in 0..plan.thread_count {
+            let mut thread_plan = plan.thread(thread);
+            thread_plan.rollover = rollover.cloned();
+            let (shared, sender) = (shared.clone(), sender.clone());
+            let handle = std::thread::Builder::new()
+                .name(format!("writes-{thread}"))
+                .spawn(move || worker::run_thread(thread_plan, &shared, sender))
+                .map_err(|error| format!("spawning client thread: {error}"))?;
+            handles.push(handle);
+        }
+        drop(sender);
+        shared.barrier.wait();
+        let _ = shared.start.get_or_init(Instant::now);
+        Ok(Running {
+            receiver,
+            shared,
+            handles,
+        })
+    }
+
+    /// Stops every thread at once, as a failed thread does: adds in flight are abandoned
+    /// (the report counts them). For a controller that cannot go on (`churn`'s ZooKeeper).
+    pub fn stop(&self) {
+        self.shared
+            .stop
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Waits for every thread and returns their outcomes.
+    pub fn join(self) -> Result<Vec<Outcome>, String> {
+        let mut outcomes = Vec::with_capacity(self.handles.len());
+        for handle in self.handles {
+            outcomes.push(
+                handle
+                    .join()
+                    .map_err(|_| "a client thread panicked".to_string())?,
+            );
+        }
+        Ok(outcomes)
+    }
+}
+
+/// The first thread's failure, to return after the report; an `Err` at once if nothing was
+/// sent at all (no connection, say): a report of zeros would only hide the error.
+pub(crate) fn outcomes_failure(outcomes: &[Outcome]) -> Result<Option<String>, String> {
+    let failure = outcomes.iter().find_map(|outcome| outcome.failure.clone());
+    match failure {
+        Some(failure) if outcomes.iter().all(|o| o.sent == 0) => Err(failure),
+        failure => Ok(failure),
+    }
 }
 
 /// The name of a v2 error code (§2.4 of the protocol notes).
@@ -219,17 +268,17 @@ const SECOND_NS: u64 = 1_000_000_000;
 const CONNECTIONS_DEFAULT_MAX: usize = 16;
 
 /// Validated settings of one run.
-struct Plan {
+pub(crate) struct Plan {
     target: String,
-    entry_size: usize,
-    ledger_count: usize,
-    ledger_id_base: i64,
+    pub entry_size: usize,
+    pub ledger_count: usize,
+    pub ledger_id_base: i64,
     connection_count: usize,
-    thread_count: usize,
+    pub thread_count: usize,
     throttle: usize,
     rate: Option<f64>,
-    warmup_ns: u64,
-    send_end_ns: u64,
+    pub warmup_ns: u64,
+    pub send_end_ns: u64,
     entries_max: Option<u64>,
     cores: Vec<usize>,
     protocol: Protocol,
@@ -238,7 +287,7 @@ struct Plan {
 }
 
 impl Plan {
-    fn new(args: &WritesArgs) -> Result<Plan, String> {
+    pub fn new(args: &WritesArgs) -> Result<Plan, String> {
         if args.durability == Durability::Deferred && args.protocol == Protocol::V2 {
             return Err(
                 "--durability deferred needs --protocol v3: v2 has no DEFERRED_SYNC write \
@@ -325,10 +374,11 @@ impl Plan {
             write_flags: self.write_flags,
             busy_poll: self.busy_poll,
             seed: (self.ledger_id_base as u64) ^ ((thread as u64 + 1) << 48),
+            rollover: None,
         }
     }
 
-    fn describe(&self) -> String {
+    pub fn describe(&self) -> String {
         let last = self.ledger_id_base + i64::try_from(self.ledger_count).expect("checked") - 1;
         let mode = match self.rate {
             Some(rate) => format!("open loop at {rate} adds/s"),
@@ -363,7 +413,7 @@ impl Plan {
         )
     }
 
-    fn report(&self, outcomes: &[Outcome]) -> Report {
+    pub fn report(&self, outcomes: &[Outcome]) -> Report {
         let mut report = Report::new("writes");
         let mut end_ns = self.warmup_ns;
         let (mut sent, mut abandoned) = (0, 0);
@@ -485,14 +535,14 @@ fn parse_cores(list: &str) -> Result<Vec<usize>, String> {
 }
 
 /// One second of all threads together.
-struct IntervalTotal {
+pub(crate) struct IntervalTotal {
     samples: usize,
-    start_ns: u64,
-    end_ns: u64,
-    count: u64,
-    bytes: u64,
-    errors: u64,
-    histogram: Histogram<u64>,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub count: u64,
+    pub bytes: u64,
+    pub errors: u64,
+    pub histogram: Histogram<u64>,
 }
 
 impl IntervalTotal {
@@ -519,6 +569,66 @@ impl IntervalTotal {
         // Same bounds everywhere (`Report::latency_histogram`), so adding cannot fail.
         let _ = self.histogram.add(&sample.histogram);
     }
+
+    /// Shorter than a second: the drain's last interval.
+    pub fn partial(&self) -> bool {
+        self.end_ns - self.start_ns < SECOND_NS
+    }
+}
+
+/// Merges the threads' per-second samples into seconds of the whole run: a second is
+/// complete once every thread still running has reported it.
+pub(crate) struct Intervals {
+    totals: BTreeMap<u64, IntervalTotal>,
+    last_index: Vec<Option<u64>>,
+}
+
+impl Intervals {
+    pub fn new(thread_count: usize) -> Intervals {
+        Intervals {
+            totals: BTreeMap::new(),
+            last_index: vec![None; thread_count],
+        }
+    }
+
+    /// Takes in an `Interval` or `Done` message; false for any other message.
+    pub fn add(&mut self, message: &Message) -> bool {
+        match message {
+            Message::Interval { index, sample } => {
+                let total = self
+                    .totals
+                    .entry(*index)
+                    .or_insert_with(|| IntervalTotal::new(sample.start_ns));
+                total.add(sample);
+                true
+            }
+            Message::Done { thread, last_index } => {
+                self.last_index[*thread] = Some(*last_index);
+                true
+            }
+            Message::LedgerClosed { .. } => false,
+        }
+    }
+
+    /// The earliest second, once complete.
+    pub fn pop_complete(&mut self) -> Option<(u64, IntervalTotal)> {
+        let (&index, total) = self.totals.first_key_value()?;
+        let expected = self
+            .last_index
+            .iter()
+            .filter(|last| last.is_none_or(|l| l >= index))
+            .count();
+        if total.samples < expected {
+            return None;
+        }
+        self.totals.pop_first()
+    }
+
+    /// The earliest second, complete or not (every sender is gone: what a failed thread
+    /// left incomplete).
+    pub fn pop_any(&mut self) -> Option<(u64, IntervalTotal)> {
+        self.totals.pop_first()
+    }
 }
 
 /// Merges the threads' per-second samples and prints each second once every thread still
@@ -529,12 +639,11 @@ fn print_intervals(
     plan: &Plan,
     mut hdr_log: Option<&mut HdrLog>,
 ) -> (u64, Result<(), String>) {
-    let mut totals: BTreeMap<u64, IntervalTotal> = BTreeMap::new();
-    let mut last_index: Vec<Option<u64>> = vec![None; plan.thread_count];
+    let mut intervals = Intervals::new(plan.thread_count);
     let mut hdr_result = Ok(());
     let mut seconds_without_acks = 0;
     let mut emit = |index: u64, total: IntervalTotal| {
-        let partial = total.end_ns - total.start_ns < SECOND_NS;
+        let partial = total.partial();
         let measured_sending = total.start_ns >= plan.warmup_ns && total.end_ns <= plan.send_end_ns;
         if !partial && measured_sending && total.count == 0 {
             seconds_without_acks += 1;
@@ -554,37 +663,19 @@ fn print_intervals(
         }
     };
     for message in receiver {
-        match message {
-            Message::Interval { index, sample } => {
-                let total = totals
-                    .entry(index)
-                    .or_insert_with(|| IntervalTotal::new(sample.start_ns));
-                total.add(&sample);
-            }
-            Message::Done {
-                thread,
-                last_index: last,
-            } => last_index[thread] = Some(last),
-        }
-        while let Some((&index, total)) = totals.first_key_value() {
-            let expected = last_index
-                .iter()
-                .filter(|last| last.is_none_or(|l| l >= index));
-            if total.samples < expected.count() {
-                break;
-            }
-            let (index, total) = totals.pop_first().expect("just seen");
+        intervals.add(&message);
+        while let Some((index, total)) = intervals.pop_complete() {
             emit(index, total);
         }
     }
     // Every sender is gone: print whatever a failed thread left incomplete.
-    while let Some((index, total)) = totals.pop_first() {
+    while let Some((index, total)) = intervals.pop_any() {
         emit(index, total);
     }
     (seconds_without_acks, hdr_result)
 }
 
-fn interval_line(total: &IntervalTotal, warmup: bool) -> String {
+pub(crate) fn interval_line(total: &IntervalTotal, warmup: bool) -> String {
     let seconds = (total.end_ns.saturating_sub(total.start_ns) as f64 / 1e9).max(1e-9);
     let (average_ms, max_ms) = if total.histogram.is_empty() {
         (0.0, 0.0)

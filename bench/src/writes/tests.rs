@@ -472,3 +472,54 @@ fn client_throughput_against_the_fake_bookie() {
     super::run(&writes_args(&flags)).expect("writes succeeds");
     assert!(bookie.adds.load(Ordering::Relaxed) > 1000);
 }
+
+/// With a `Rollover`, every slot writes exactly `ledger_entries` entries (ids 0..n) to each
+/// ledger it opens, reports each ledger closed once all its adds are answered, and opens the
+/// next generation's ledger only once that generation is ready.
+#[test]
+fn rollover_moves_slots_to_new_ledgers_only_when_ready() {
+    if !uring_available() {
+        return;
+    }
+    let bookie = FakeBookie::start(FakeOptions {
+        keep: true,
+        close_after_adds: None,
+    });
+    let flags = format!(
+        "--target {} --seconds 2 --warmup-seconds 0 --entry-size 16 --ledgers 4 \
+         --threads 2 --throttle 64 --rate 20000 --ledger-id-base 1000",
+        bookie.address
+    );
+    let plan = Plan::new(&writes_args(&flags)).expect("valid");
+    // Generations 0 and 1 exist; 2 never does: every slot stops after two ledgers.
+    let rollover = super::Rollover {
+        ledger_entries: 100,
+        generation_ready: Arc::new(AtomicU64::new(1)),
+    };
+    let running = super::Running::start(&plan, None, Some(&rollover)).expect("started");
+    let mut closed = Vec::new();
+    for message in &running.receiver {
+        if let super::Message::LedgerClosed { id, bytes, errors } = message {
+            closed.push((id, bytes, errors));
+        }
+    }
+    let outcomes = running.join().expect("joined");
+    assert!(super::outcomes_failure(&outcomes).expect("sent").is_none());
+    closed.sort_unstable();
+    // Slot i of generation g is ledger 1000 + 4g + i.
+    let expected: Vec<(i64, u64, u64)> = (1000..1008).map(|id| (id, 1600, 0)).collect();
+    assert_eq!(closed, expected);
+    let store = bookie.store.lock().expect("store");
+    for id in 1000..1008 {
+        let entries: Vec<i64> = store
+            .range((id, 0)..(id + 1, 0))
+            .map(|(k, _)| k.1)
+            .collect();
+        assert_eq!(entries, (0..100).collect::<Vec<_>>(), "ledger {id}");
+    }
+    assert_eq!(
+        store.len(),
+        800,
+        "nothing written to a generation not ready"
+    );
+}

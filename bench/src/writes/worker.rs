@@ -1,15 +1,20 @@
-//! One client thread of `writes`: its connections, the ledgers they carry and the adds in
-//! flight, driven from one loop: refill up to the throttle, one send per connection, wait,
-//! handle every ack. Nothing is allocated per add: payload, body and frames reuse buffers,
-//! and each ledger keeps its adds in flight in a fixed ring indexed by entry id.
+//! One client thread of `writes` (and `churn`): its connections, the ledgers they carry and
+//! the adds in flight, driven from one loop: refill up to the throttle, one send per
+//! connection, wait, handle every ack. Nothing is allocated per add: payload, body and frames
+//! reuse buffers, and each ledger keeps its adds in flight in a fixed ring indexed by entry id.
+//!
+//! With a `Rollover` (`churn`), each ledger slot writes `ledger_entries` entries, waits for
+//! their acks (a closed ledger has nothing in flight, as a client's close), reports the
+//! ledger closed and moves on to the slot's ledger of the next generation once its metadata
+//! exists. Slot i of generation g writes ledger `base + g * ledger_count + i`.
 
 use super::{code_name, BufferSizes, Connections};
 use crate::report::Report;
 use crate::verify_log::{payload_fill, LogBuffer, LogFile, LoggedEntry};
 use hdrhistogram::Histogram;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
-use std::sync::{Barrier, OnceLock};
+use std::sync::{Arc, Barrier, OnceLock};
 use std::time::{Duration, Instant};
 use wire::client::{encode_add_request, Response};
 use wire::{code, encode_entry_body_crc32c, MASTER_KEY_BENCH_PASSWORD};
@@ -39,6 +44,25 @@ pub(crate) struct ThreadPlan {
     pub protocol: super::Protocol,
     /// v3 `writeFlags` of every add (DEFERRED_SYNC or 0).
     pub write_flags: i32,
+    /// `churn`: ledgers roll over to new ids. `None`: each slot writes one ledger forever.
+    pub rollover: Option<Rollover>,
+}
+
+/// How ledger slots move on to new ledgers (`churn`).
+#[derive(Clone)]
+pub(crate) struct Rollover {
+    /// Entries written to a ledger before its slot moves to the next generation.
+    pub ledger_entries: i64,
+    /// The highest generation whose ledgers' metadata exists. A slot never writes a ledger
+    /// before its metadata exists: a collector round in between would delete it.
+    pub generation_ready: Arc<AtomicU64>,
+}
+
+/// The id of slot `index`'s ledger in `generation`.
+pub(crate) fn ledger_id_of(base: i64, ledger_count: usize, generation: u64, index: usize) -> i64 {
+    // `Plan::new` checked that the ids of the generations a run can reach fit.
+    let count = ledger_count as i64;
+    base + i64::try_from(generation).expect("generation fits i64") * count + index as i64
 }
 
 /// What the threads share with `run`.
@@ -58,6 +82,9 @@ pub(crate) enum Message {
     Interval { index: u64, sample: Sample },
     /// The thread stopped; `last_index` was its last interval.
     Done { thread: usize, last_index: u64 },
+    /// `churn`: every add of ledger `id` is answered; those acked with EOK hold `bytes` of
+    /// payload, `errors` were answered with an error code.
+    LedgerClosed { id: i64, bytes: u64, errors: u64 },
 }
 
 /// Acks of one thread in one interval.
@@ -133,6 +160,9 @@ const ADD_FRAME_OVERHEAD: usize = 160;
 /// also waits 30 s).
 const DRAIN_NS_MAX: u64 = 30_000_000_000;
 
+/// How soon a loop with ledgers waiting for their metadata looks again.
+const WAITING_RECHECK_NS: u64 = 1_000_000;
+
 /// Error acks printed per thread; the rest are only counted.
 const ERRORS_PRINTED_MAX: u32 = 5;
 
@@ -158,6 +188,14 @@ struct Slot {
 /// One ledger: entry ids `oldest .. next_entry` are in flight, in `slots[entry & mask]`.
 struct Ledger {
     id: i64,
+    /// Global slot index (`id = base + generation * ledger_count + index`).
+    index: usize,
+    generation: u64,
+    /// No entry beyond this one is sent (`Rollover::ledger_entries`, else unbounded).
+    entries_limit: i64,
+    /// Adds acked with EOK and with an error code.
+    acked_ok: u64,
+    acked_failed: u64,
     connection: usize,
     next_entry: i64,
     oldest: i64,
@@ -173,6 +211,23 @@ struct Ledger {
 impl Ledger {
     fn has_room(&self) -> bool {
         self.next_entry - self.oldest < self.slots.len() as i64
+            && self.next_entry < self.entries_limit
+    }
+
+    /// Every entry the limit allows was sent and answered: the ledger can close.
+    fn finished(&self) -> bool {
+        self.next_entry == self.entries_limit && self.oldest == self.next_entry
+    }
+
+    /// Moves the slot to its ledger of `generation`: a fresh ledger, nothing in flight.
+    fn reopen(&mut self, id: i64, generation: u64) {
+        assert!(self.finished(), "a ledger reopened with adds in flight");
+        assert!(generation > self.generation);
+        self.id = id;
+        self.generation = generation;
+        (self.next_entry, self.oldest, self.lac, self.length) = (0, 0, -1, 0);
+        self.lac_frozen = false;
+        (self.acked_ok, self.acked_failed) = (0, 0);
     }
 
     fn slot(&mut self, entry_id: i64) -> &mut Slot {
@@ -273,6 +328,11 @@ struct Worker {
     errors_printed: u32,
     protocol: super::Protocol,
     write_flags: i32,
+    rollover: Option<Rollover>,
+    ledger_count: usize,
+    /// Local indexes of finished ledgers waiting for their next generation's metadata;
+    /// capacity for every ledger, so a push never allocates.
+    waiting: Vec<usize>,
 }
 
 impl Worker {
@@ -287,11 +347,20 @@ impl Worker {
         };
         let mut local_of = vec![u32::MAX; plan.ledger_count];
         let mut ledgers = Vec::with_capacity(plan.ledgers.len());
+        let entries_limit = plan
+            .rollover
+            .as_ref()
+            .map_or(i64::MAX, |rollover| rollover.ledger_entries);
         for (local, &(id, connection)) in plan.ledgers.iter().enumerate() {
             let global = usize::try_from(id - plan.ledger_id_base).expect("id from the base");
             local_of[global] = u32::try_from(local).expect("ledger count fits u32");
             ledgers.push(Ledger {
                 id,
+                index: global,
+                generation: 0,
+                entries_limit,
+                acked_ok: 0,
+                acked_failed: 0,
                 connection,
                 next_entry: 0,
                 oldest: 0,
@@ -304,7 +373,6 @@ impl Worker {
         Worker {
             thread: plan.index,
             start,
-            ledgers,
             local_of,
             ledger_id_base: plan.ledger_id_base,
             rng: plan.seed | 1,
@@ -328,6 +396,10 @@ impl Worker {
             errors_printed: 0,
             protocol: plan.protocol,
             write_flags: plan.write_flags,
+            waiting: Vec::with_capacity(ledgers.len()),
+            rollover: plan.rollover,
+            ledger_count: plan.ledger_count,
+            ledgers,
         }
     }
 
@@ -382,6 +454,10 @@ impl Worker {
             if let (Some(period), true) = (self.period_ns, can_send) {
                 deadline = deadline.min(intended_ns(self.scheduled, period));
             }
+            if !self.waiting.is_empty() {
+                // Nothing may arrive to wake the loop when the metadata comes.
+                deadline = deadline.min(now + WAITING_RECHECK_NS);
+            }
         } else {
             deadline = deadline.min(self.send_end_ns + DRAIN_NS_MAX);
         }
@@ -392,6 +468,7 @@ impl Worker {
     /// loop) no add is due yet.
     fn fill(&mut self, connections: &mut Connections, now: u64) {
         self.blocked = false;
+        self.reopen_ready();
         while self.outstanding < self.throttle && self.sent < self.sent_max {
             let sent_ns = match self.period_ns {
                 Some(period) => {
@@ -495,6 +572,15 @@ impl Worker {
             ));
         };
         ledger.advance();
+        if result == code::EOK {
+            ledger.acked_ok += 1;
+        } else {
+            ledger.acked_failed += 1;
+        }
+        let finished = ledger.finished();
+        if finished {
+            self.close(local);
+        }
         assert!(self.outstanding > 0);
         self.outstanding -= 1;
         if result != code::EOK {
@@ -525,19 +611,66 @@ impl Worker {
         Ok(())
     }
 
-    /// The local index of an acked ledger, checking that it belongs to this connection.
+    /// The local index of an acked ledger, checking that it is the slot's current ledger and
+    /// belongs to this connection.
     fn local_ledger(&self, ledger_id: i64, connection: usize) -> Result<usize, String> {
         let local = usize::try_from(ledger_id.wrapping_sub(self.ledger_id_base))
             .ok()
-            .and_then(|global| self.local_of.get(global))
+            .and_then(|global| self.local_of.get(global % self.ledger_count))
             .filter(|&&local| local != u32::MAX)
             .map(|&local| local as usize);
         match local {
-            Some(local) if self.ledgers[local].connection == connection => Ok(local),
+            Some(local)
+                if self.ledgers[local].id == ledger_id
+                    && self.ledgers[local].connection == connection =>
+            {
+                Ok(local)
+            }
             _ => Err(format!(
                 "ack for ledger {ledger_id}, never sent on this connection"
             )),
         }
+    }
+
+    /// A finished ledger: reported closed, then reopened as the next generation's ledger
+    /// if its metadata exists, else left waiting for it.
+    fn close(&mut self, local: usize) {
+        let ledger = &self.ledgers[local];
+        let closed = Message::LedgerClosed {
+            id: ledger.id,
+            bytes: ledger.acked_ok * self.entry_size as u64,
+            errors: ledger.acked_failed,
+        };
+        // `run` outlives every thread; a send can only fail if it panicked.
+        let _ = self.sender.send(closed);
+        assert!(self.waiting.len() < self.waiting.capacity());
+        self.waiting.push(local);
+        self.reopen_ready();
+    }
+
+    /// Reopens every waiting ledger whose next generation's metadata exists.
+    fn reopen_ready(&mut self) {
+        let Some(rollover) = &self.rollover else {
+            return;
+        };
+        if self.waiting.is_empty() {
+            return;
+        }
+        let ready = rollover.generation_ready.load(Ordering::Acquire);
+        let (base, count) = (self.ledger_id_base, self.ledger_count);
+        let ledgers = &mut self.ledgers;
+        self.waiting.retain(|&local| {
+            let ledger = &mut ledgers[local];
+            let generation = ledger.generation + 1;
+            if generation > ready {
+                return true;
+            }
+            ledger.reopen(
+                ledger_id_of(base, count, generation, ledger.index),
+                generation,
+            );
+            false
+        });
     }
 
     fn failed(&mut self, ledger_id: i64, entry_id: i64, result: i32) {
