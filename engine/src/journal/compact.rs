@@ -244,7 +244,12 @@ impl<D: Disk> Journal<D> {
         } else {
             self.config.compaction_threshold_minor_per_mille
         };
-        if per_mille == 0 || self.compaction.credit == 0 {
+        if per_mille == 0 {
+            // Off: nothing to plan until the threshold changes (the disk fills or empties).
+            self.compaction.plan_pending = false;
+            return false;
+        }
+        if self.compaction.credit == 0 {
             return false;
         }
         let resume = self.seal.resume().segment;

@@ -192,3 +192,25 @@ fn a_corrupt_record_takes_its_segment_out_of_compaction_and_the_rest_goes_on() {
         "only the damaged sector's records fail: {damaged:?}"
     );
 }
+
+#[test]
+fn a_journal_with_compaction_off_settles_however_much_credit_it_gets() {
+    // Credit with nothing to plan must not keep the journal busy: the server's drain and its
+    // decision to sleep wait for `is_idle` (found by the churn soak, whose shutdown hung).
+    let config = Config {
+        compaction_threshold_minor_per_mille: 0,
+        compaction_threshold_major_per_mille: 0,
+        ..config()
+    };
+    let mut journal = Journal::open(SimDisk::new(5), config).unwrap();
+    let mut model = Model::default();
+    fill_interleaved(&mut journal, &mut model, &[1, 2], 300, 100);
+    journal.delete_ledger(LedgerId(1));
+    journal.compaction_grant(u64::MAX);
+    drive(&mut journal);
+    assert!(journal.is_idle());
+    journal.compaction_grant(1 << 20);
+    journal.submit();
+    assert!(journal.is_idle());
+    assert_eq!(journal.stats().compactions_started, 0);
+}
