@@ -198,6 +198,9 @@ pub const GC_METADATA_RATE_MAX: u32 = 100_000;
 /// Default `--compaction-rate-mib`: a tenth or less of an NVMe disk's write bandwidth per
 /// shard, so compaction never competes with the journal for long.
 pub const COMPACTION_RATE_MIB_DEFAULT: u64 = 64;
+/// Dead segments a shard removes per tick (`LOOP_WAIT_MS_MAX`): a burst of large unlinks
+/// after a collection round stalled commits behind the file system's journal.
+pub const SEGMENT_REMOVALS_PER_TICK_MAX: u32 = 1;
 /// Largest `--compaction-rate-mib`.
 pub const COMPACTION_RATE_MIB_MAX: u64 = 4096;
 /// Smallest non-zero `--gc-overreplicated-wait-ms`, as for the interval: tests use 1000 ms.

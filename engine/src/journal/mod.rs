@@ -561,6 +561,12 @@ impl<D: Disk> Journal<D> {
         self.compaction.segment().is_some()
     }
 
+    /// Allows `count` removals of dead segments until the next call (the server's clock
+    /// paces them; without a call they are not paced).
+    pub fn removal_pace(&mut self, count: u32) {
+        self.seal.removal_pace(count);
+    }
+
     /// Segments taken out of compaction because a record or index page failed its check.
     #[must_use]
     pub fn compaction_refused(&self) -> usize {

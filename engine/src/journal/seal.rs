@@ -67,6 +67,8 @@ pub(super) struct Seal {
     /// Set when sealed segments may have become dead (deletions made durable, or open);
     /// cleared once none is left.
     removal_check: bool,
+    /// Removals left before the next `removal_pace` call; `None`: unpaced (tests, tools).
+    removals_allowed: Option<u32>,
     /// `SEAL_CHUNK_SIZE` bytes for the chunk in flight.
     buffer: BufferId,
 }
@@ -85,6 +87,7 @@ impl Seal {
             deletions: 0,
             deletions_durable: 0,
             removal_check: true,
+            removals_allowed: None,
             buffer,
         }
     }
@@ -101,6 +104,14 @@ impl Seal {
     /// A ledger was deleted: the next checkpoint must carry its tombstone.
     pub(super) fn deleted(&mut self) {
         self.deletions += 1;
+    }
+
+    /// Allows `count` removals until the next call. Removing a large file makes the file
+    /// system free its extents in its journal, which the commits' next syncs wait behind: a
+    /// burst of removals after a collection round showed as commit stalls, so the server
+    /// paces them on its clock.
+    pub(super) fn removal_pace(&mut self, count: u32) {
+        self.removals_allowed = Some(count);
     }
 
     /// Sealed segments may have become dead (a compacted copy replaced one).
@@ -127,7 +138,9 @@ impl Seal {
     pub(super) fn is_idle(&self) -> bool {
         !self.in_flight
             && (self.failed
-                || (self.queue.is_empty() && !self.deletions_pending() && !self.removal_check))
+                || (self.queue.is_empty()
+                    && !self.deletions_pending()
+                    && (!self.removal_check || self.removals_allowed == Some(0))))
     }
 
     /// Makes the next `seal_drive` retry a failed job now (the server's clock calls this, so
@@ -260,6 +273,9 @@ impl<D: Disk> Journal<D> {
         if self.seal.deletions_pending() || !self.seal.removal_check {
             return;
         }
+        if self.seal.removals_allowed == Some(0) {
+            return;
+        }
         let resume = self.seal.resume();
         // Not the segment compaction is copying: it reads it until the copy replaces it (and
         // the copy, holding only deleted ledgers' records, is then dead and removed in turn).
@@ -279,6 +295,9 @@ impl<D: Disk> Journal<D> {
             return;
         }
         self.index.sealed_segment_remove(segment);
+        if let Some(allowed) = self.seal.removals_allowed.as_mut() {
+            *allowed -= 1;
+        }
         self.stats.segments_removed += 1;
         self.stats.segment_bytes_removed += self.config.segment_size;
         let oldest = self

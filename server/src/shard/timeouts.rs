@@ -23,6 +23,9 @@ impl Shard {
         self.bookie
             .journal
             .compaction_grant(u64::try_from(grant).unwrap_or(u64::MAX));
+        self.bookie
+            .journal
+            .removal_pace(limits::SEGMENT_REMOVALS_PER_TICK_MAX);
         self.stall_check(now);
         // Long-poll deadlines are checked at this granularity.
         self.parked_check = true;
