@@ -210,6 +210,15 @@ impl SimDisk {
         self.insert_file(FileId::Segment(id), bytes);
     }
 
+    /// Temporary files in the live directory (for tests of what failures leave behind).
+    #[must_use]
+    pub fn temporaries(&self) -> usize {
+        self.directory_live
+            .keys()
+            .filter(|entry| entry.temporary)
+            .count()
+    }
+
     /// The durable bytes of a published file (for tests that inspect or corrupt the disk).
     pub fn durable_file_mut(&mut self, id: FileId) -> Option<&mut Vec<u8>> {
         let index = *self.directory_durable.get(&Entry::published(id))?;

@@ -200,9 +200,12 @@ impl Segments {
         prepare.in_flight -= 1;
         if result < 0 {
             // Abandon this segment once its last write is back; `drive` starts over with a
-            // new id (the temporary file is deleted at the next open).
+            // new id. Its temporary is deleted now: each retry allocates a whole segment, so
+            // a persistent error would otherwise fill the disk with them until a restart.
             if prepare.in_flight == 0 {
+                let segment = prepare.segment;
                 self.prepare = None;
+                disk.file_discard(FileId::Segment(segment));
             } else {
                 prepare.position_submitted = u64::MAX;
             }
@@ -218,7 +221,9 @@ impl Segments {
                     prepare.phase = PreparePhase::Header;
                 }
                 if prepare.position_submitted == u64::MAX && prepare.in_flight == 0 {
+                    let segment = prepare.segment;
                     self.prepare = None;
+                    disk.file_discard(FileId::Segment(segment));
                 }
             }
             (PreparePhase::Header, DiskOp::Write) => prepare.phase = PreparePhase::Syncing,
@@ -233,6 +238,7 @@ impl Segments {
                     self.read_only = false;
                     stats.segments_created += 1;
                 } else {
+                    disk.file_discard(FileId::Segment(segment));
                     self.read_only = self.spares.is_empty();
                     stats.segment_create_failures += 1;
                 }

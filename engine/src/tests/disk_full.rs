@@ -199,3 +199,35 @@ fn without_a_capacity_the_default_reserve_changes_nothing_and_it_is_bounded() {
     let over = config(crate::constants::DISK_RESERVE_MAX + 1);
     assert_eq!(over.validate().unwrap_err().field, "disk_reserve");
 }
+
+#[test]
+fn a_segment_whose_preparation_fails_leaves_no_file_behind() {
+    // Every retry of a failed preparation allocates a whole segment under a new id: what a
+    // failure leaves must go at once, or a persistent error fills the disk until a restart.
+    // With RWF_DSYNC commits only the preparation's fdatasync fails here.
+    let config = Config {
+        sync_mode: crate::SyncMode::Dsync,
+        ..config(0)
+    };
+    let mut journal = Journal::open(SimDisk::new(11), config).unwrap();
+    let mut model = Model::default();
+    journal.disk_mut().faults.sync_error_ppm = 1_000_000;
+    let mut token = 0u64;
+    // Roll over past the spare open made: from then on every preparation fails.
+    let mut entry = 0;
+    while journal.stats().segment_create_failures < 5 && entry < 20_000 {
+        if add(&mut journal, &mut model, token, 1, entry, 100) {
+            entry += 1;
+            token = (token + 1) % 9000;
+        }
+        model.apply(&drive(&mut journal));
+        journal.segment_retry_now();
+    }
+    let failures = journal.stats().segment_create_failures;
+    assert!(failures >= 5, "{failures} failed preparations");
+    assert!(
+        journal.disk_mut().temporaries() <= 1,
+        "{} temporaries after {failures} failed preparations",
+        journal.disk_mut().temporaries()
+    );
+}
