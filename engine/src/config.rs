@@ -4,8 +4,8 @@ use crate::constants::{
     COMMITS_IN_FLIGHT_DEFAULT, COMMITS_IN_FLIGHT_MAX, COMPACTION_THRESHOLD_MAJOR_PER_MILLE_DEFAULT,
     COMPACTION_THRESHOLD_MINOR_PER_MILLE_DEFAULT, DISK_RESERVE_DEFAULT, DISK_RESERVE_MAX,
     INDEX_CACHE_PAGES_DEFAULT, INDEX_CACHE_PAGES_MAX, READS_IN_FLIGHT_MAX,
-    READ_CACHE_BUFFERS_DEFAULT, READ_CACHE_BUFFERS_MAX, SECTOR_SIZE, SEGMENT_SIZE_DEFAULT,
-    SEGMENT_SIZE_MAX, SEGMENT_SIZE_MIN,
+    READ_CACHE_BUFFERS_DEFAULT, READ_CACHE_BUFFERS_MAX, SECTOR_SIZE, SEGMENT_RECYCLE_DEFAULT,
+    SEGMENT_RECYCLE_MAX, SEGMENT_SIZE_DEFAULT, SEGMENT_SIZE_MAX, SEGMENT_SIZE_MIN,
 };
 
 /// How a commit is made durable.
@@ -60,6 +60,12 @@ pub struct Config {
     /// files and checkpoints always have room (`Disk::space_free`). 0 leaves it to the
     /// allocation. Default: 128 MiB (`DISK_RESERVE_DEFAULT`). Bounds: 0 ..= 1 TiB.
     pub disk_reserve: u64,
+    /// Sealed segments left with nothing live (every ledger in them deleted) that are kept,
+    /// up to this many, to become the next segments instead of being unlinked while new ones
+    /// are allocated (`journal/dead.rs`); kept ones are removed too once none was reused for
+    /// `SEGMENT_RECYCLE_IDLE_PACES` removal paces. Default: 16 (`SEGMENT_RECYCLE_DEFAULT`).
+    /// Bounds: 0 ..= 64; 0 unlinks every dead segment and allocates every new one.
+    pub segment_recycle_max: usize,
 }
 
 /// Default: no zero-fill. Measured here (docs/durability.md): zero-filling a 1 GiB segment
@@ -82,6 +88,7 @@ impl Default for Config {
             compaction_threshold_minor_per_mille: COMPACTION_THRESHOLD_MINOR_PER_MILLE_DEFAULT,
             compaction_threshold_major_per_mille: COMPACTION_THRESHOLD_MAJOR_PER_MILLE_DEFAULT,
             disk_reserve: DISK_RESERVE_DEFAULT,
+            segment_recycle_max: SEGMENT_RECYCLE_DEFAULT,
         }
     }
 }
@@ -153,6 +160,12 @@ impl Config {
             return Err(ConfigError {
                 field: "disk_reserve",
                 expected: "0..=1099511627776",
+            });
+        }
+        if self.segment_recycle_max > SEGMENT_RECYCLE_MAX {
+            return Err(ConfigError {
+                field: "segment_recycle_max",
+                expected: "0..=64",
             });
         }
         Ok(())

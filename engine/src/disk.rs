@@ -120,6 +120,13 @@ pub trait Disk {
     /// copy replaces the segment). From here on `to` addresses the new file and `from`
     /// nothing; the caller makes sure no operation on the old `to` is in flight.
     fn file_replace(&mut self, from: FileId, to: FileId) -> io::Result<()>;
+    /// Renames the published file `from` to the temporary name of `to` (replacing a stale
+    /// temporary of that name) and fsyncs the directory, then returns its size: a removed
+    /// segment's file becomes the next segment's preparation, its blocks already allocated and
+    /// written (`journal/segments.rs`). From here on `to` addresses it, as after
+    /// `file_create`, and `from` nothing. The directory sync comes before any write to the
+    /// file under its new name, so a crash can never show `from`'s name on `to`'s contents.
+    fn file_recycle(&mut self, from: FileId, to: FileId) -> io::Result<u64>;
     /// Closes the descriptor of `id`, if open, and deletes its temporary if there is one (an
     /// abandoned preparation; nothing depends on it being gone, so errors are ignored).
     fn file_discard(&mut self, id: FileId);

@@ -100,6 +100,9 @@ pub(crate) struct Recovered {
     pub sequence_next: Sequence,
     pub checksum_previous: u32,
     pub spares: Vec<SegmentId>,
+    /// The active segment and the spares whose files were recycled (stale records, not
+    /// zeros, past their data).
+    pub recycled: Vec<SegmentId>,
     pub segment_id_max: SegmentId,
     pub torn_tail_truncated: bool,
     /// Sequence of the active segment's first record (the next one if it has none).
@@ -168,6 +171,7 @@ pub(crate) fn recover<D: Disk>(
             sequence_next: Sequence(1),
             checksum_previous: 0,
             spares: Vec::new(),
+            recycled: Vec::new(),
             segment_id_max: SegmentId(0),
             torn_tail_truncated: false,
             active_sequence_first: Sequence(1),
@@ -273,6 +277,11 @@ pub(crate) fn recover<D: Disk>(
     report.segments_scanned = stop.segment_index + 1;
     report.bytes_scanned = to_u64(stop.segment_index) * size + stop.position;
     let sequence_next = scan.sequence_next.unwrap_or(Sequence(1));
+    let recycled = segments_scanned[stop.segment_index..]
+        .iter()
+        .copied()
+        .filter(|segment| files_of[segment].recycled)
+        .collect();
     Ok(Recovered {
         index: scan.index,
         segment_active: stop_segment,
@@ -280,6 +289,7 @@ pub(crate) fn recover<D: Disk>(
         sequence_next,
         checksum_previous: scan.checksum_previous,
         spares: segments_scanned[stop.segment_index + 1..].to_vec(),
+        recycled,
         segment_id_max: *segments.last().expect("non-empty"),
         torn_tail_truncated: truncated,
         active_sequence_first: scan.segment_sequence_first.unwrap_or(sequence_next),
@@ -296,6 +306,8 @@ pub(crate) struct SegmentFile {
     pub generation: u32,
     /// Its size: the segment size, or less for a compacted copy.
     pub file_size: u64,
+    /// The file held a removed segment before: stale records, not zeros, follow its data.
+    pub recycled: bool,
 }
 
 /// Checks a segment's header (and, unless it is a compacted copy, its size) against the
@@ -353,6 +365,7 @@ fn check_segment<D: Disk>(
         Ok(recorded) => Ok(SegmentFile {
             generation: recorded.generation,
             file_size,
+            recycled: recorded.recycled,
         }),
         Err(crate::segment::SegmentHeaderError::Version(version)) => {
             Err(OpenError::FormatVersion {
@@ -401,11 +414,16 @@ fn scan_records<D: Disk>(
                 }
                 position = boundary;
             }
-            Err(RecordError::Zero) => {
-                // End of this segment's data: the log goes on only if the next segment starts
-                // with the expected record.
+            Err(error) if position % SECTOR == 0 || at_end => {
+                // End of this segment's data: zeros, the end of the file, or (in a recycled
+                // segment) a sector of the stale records of its earlier life, which name
+                // another segment. The log goes on only if the next segment starts with the
+                // expected record: then nothing after this point was ever part of it.
+                // Otherwise the scan stops here and the probe tells a torn tail from
+                // corruption.
+                let reason = (error != RecordError::Zero).then_some(CorruptReason::Record(error));
                 let Some(&next) = segments.get(segment_index + 1) else {
-                    return stop(None);
+                    return stop(reason);
                 };
                 let first = to_u64(SEGMENT_HEADER_SIZE);
                 let mut probe = Scan {
@@ -417,7 +435,7 @@ fn scan_records<D: Disk>(
                     spans: Vec::new(),
                 };
                 if next_record(window, next, first, &mut probe)?.is_err() {
-                    return stop(None);
+                    return stop(reason);
                 }
                 // The segment is complete: it is sealed after open (if it holds records).
                 if let (Some(sequence_first), Some(next)) =
@@ -561,7 +579,8 @@ fn probe_and_truncate<D: Disk>(
         segment: segments[stop.segment_index],
         position: Position(stop.position),
     };
-    // Highest non-zero byte (exclusive end) seen past the stop, per segment index.
+    let stop_sector_end = align_up_u64(stop.position, SECTOR);
+    // End (exclusive) of what must be zeroed past the stop, per segment index.
     let mut dirty_end: Vec<(usize, u64)> = Vec::new();
     let mut scanned: u64 = 0;
     let mut commits_after = 0usize;
@@ -592,16 +611,26 @@ fn probe_and_truncate<D: Disk>(
             }
             let bytes = window.bytes(segment, position, RECORD_HEADER_SIZE);
             let bytes = bytes.map_err(io_error("reading"))?;
-            if bytes.iter().take(RECORD_ALIGNMENT).any(|&byte| byte != 0) {
+            let location = Location {
+                segment,
+                position: Position(position),
+            };
+            let own = record::decode_header(bytes)
+                .ok()
+                .filter(|(header, _)| header.location == location);
+            // What must be zeroed: the rest of the sector the scan stopped in (it is never
+            // rewritten, and its padding must read as zeros), and every header that names
+            // the place it lies in, which a later scan could take for a record. Anything else
+            // cannot pass a record's checks; in a recycled segment that is the stale records
+            // of its earlier life (other segment ids), which are left alone.
+            let in_stop_sector = segment_index == stop.segment_index && position < stop_sector_end;
+            let non_zero = bytes.iter().take(RECORD_ALIGNMENT).any(|&byte| byte != 0);
+            if own.is_some() || (in_stop_sector && non_zero) {
                 dirty = Some(position + to_u64(RECORD_ALIGNMENT));
             }
             let evidence = position != stop.position || segment_index != stop.segment_index;
-            if let (true, Ok((header, _))) = (evidence, record::decode_header(bytes)) {
-                let location = Location {
-                    segment,
-                    position: Position(position),
-                };
-                if header.location == location && header.sequence.0 > sequence_last {
+            if let (true, Some((header, _))) = (evidence, own) {
+                if header.sequence.0 > sequence_last {
                     commits_after += usize::from(header.commit_first);
                     if scanned >= TORN_WINDOW_BYTES || commits_after >= COMMITS_IN_FLIGHT_MAX {
                         return Err(OpenError::Corrupt {
@@ -698,6 +727,7 @@ pub(crate) fn create_blocking<D: Disk>(
         &mut disk.buffer_mut(buffer)[..SEGMENT_HEADER_SIZE],
         segment,
         size,
+        false,
     );
     disk.write_blocking(file, 0, buffer, SEGMENT_HEADER_SIZE)
         .map_err(io_error("writing segment header"))?;

@@ -1,8 +1,14 @@
 //! Segment files: the header sector every segment starts with (names: `file_name.rs`).
 //!
 //! Header sector (little-endian; the rest of the 4 KiB sector is zero):
-//! `0 magic "RLGS" | 4 version u8 | 5..8 zero | 8 segment id u32 | 12 generation u32 |
-//!  16 segment size u64 | 24 CRC32C of bytes 0..24`.
+//! `0 magic "RLGS" | 4 version u8 | 5 flags u8 | 6..8 zero | 8 segment id u32 |
+//!  12 generation u32 | 16 segment size u64 | 24 CRC32C of bytes 0..24`.
+//!
+//! Flag bit 0, recycled: the file held an earlier, removed segment's records before it was
+//! renamed to this id (`journal/segments.rs`), so past this segment's data lie that
+//! segment's stale records instead of zeros. They name their own segment id, which never
+//! repeats, so no scan takes them for this segment's records; recovery ends a recycled
+//! segment's data at the first sector that holds no record of it (docs/format.md).
 //!
 //! The generation is 0 for a segment the journal wrote, and one more than the segment's
 //! previous generation for a compacted copy that replaced it (`journal/compact.rs`); its
@@ -17,9 +23,14 @@ pub const SEGMENT_MAGIC: u32 = u32::from_le_bytes(*b"RLGS");
 /// Current segment format version.
 pub const SEGMENT_VERSION: u8 = 1;
 
-/// Fills `sector` with the header of segment `id`, as the journal writes it (generation 0).
-pub fn encode_segment_header(sector: &mut [u8], id: SegmentId, segment_size: u64) {
-    encode_segment_header_generation(sector, id, segment_size, 0);
+/// Header flag: the file is a removed segment's, renamed and reused (see the module doc).
+pub const SEGMENT_FLAG_RECYCLED: u8 = 1;
+
+/// Fills `sector` with the header of segment `id`, as the journal writes it (generation 0),
+/// `recycled` if the file held another segment before.
+pub fn encode_segment_header(sector: &mut [u8], id: SegmentId, segment_size: u64, recycled: bool) {
+    let flags = if recycled { SEGMENT_FLAG_RECYCLED } else { 0 };
+    encode_segment_header_generation(sector, id, segment_size, 0, flags);
 }
 
 /// Fills `sector` with the header of generation `generation` of segment `id`.
@@ -28,12 +39,15 @@ pub fn encode_segment_header_generation(
     id: SegmentId,
     segment_size: u64,
     generation: u32,
+    flags: u8,
 ) {
+    assert_eq!(flags & !SEGMENT_FLAG_RECYCLED, 0);
     assert_eq!(sector.len(), SEGMENT_HEADER_SIZE);
     assert!(segment_size > SEGMENT_HEADER_SIZE as u64);
     sector.fill(0);
     sector[0..4].copy_from_slice(&SEGMENT_MAGIC.to_le_bytes());
     sector[4] = SEGMENT_VERSION;
+    sector[5] = flags;
     sector[8..12].copy_from_slice(&id.0.to_le_bytes());
     sector[12..16].copy_from_slice(&generation.to_le_bytes());
     sector[16..24].copy_from_slice(&segment_size.to_le_bytes());
@@ -62,6 +76,8 @@ pub struct SegmentHeader {
     pub size: u64,
     /// 0, or how many times the segment was compacted.
     pub generation: u32,
+    /// The file held a removed segment's records before (`SEGMENT_FLAG_RECYCLED`).
+    pub recycled: bool,
 }
 
 /// Verifies the header sector of segment `id` and returns what it records.
@@ -86,6 +102,11 @@ pub fn decode_segment_header(
     if crc32c::crc32c(&sector[0..24]) != word(24) {
         return Err(SegmentHeaderError::Invalid);
     }
+    // Unknown flags or non-zero reserved bytes: a checksummed header this build cannot
+    // read correctly (a later format would have changed the version).
+    if sector[5] & !SEGMENT_FLAG_RECYCLED != 0 || sector[6..8] != [0, 0] {
+        return Err(SegmentHeaderError::Invalid);
+    }
     let found = SegmentId(word(8));
     if found != id {
         return Err(SegmentHeaderError::WrongId { found });
@@ -95,5 +116,6 @@ pub fn decode_segment_header(
     Ok(SegmentHeader {
         size: u64::from_le_bytes(size),
         generation: word(12),
+        recycled: sector[5] & SEGMENT_FLAG_RECYCLED != 0,
     })
 }

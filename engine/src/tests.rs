@@ -9,6 +9,7 @@ mod harness;
 mod journal;
 mod record;
 mod recovery;
+mod recycle;
 mod sealed;
 mod sim_disk;
 mod simulation;

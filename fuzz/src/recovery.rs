@@ -46,7 +46,7 @@ pub fn segment_image(data: &[u8]) -> Vec<u8> {
     bytes[start..start + kept].copy_from_slice(&input[..kept]);
     if mode & 0b01 == 0 {
         let sector = &mut bytes[..SEGMENT_HEADER_SIZE];
-        encode_segment_header(sector, SegmentId(0), RECOVERY_SEGMENT_SIZE);
+        encode_segment_header(sector, SegmentId(0), RECOVERY_SEGMENT_SIZE, false);
     }
     if mode & 0b11 == 0 {
         records_repair(&mut bytes, start + kept);

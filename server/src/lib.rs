@@ -358,7 +358,8 @@ pub fn summary_line(report: &ShardReport) -> String {
          torn_tail_truncations={} segments_sealed={} index_bytes_written={} \
          checkpoints_written={} seal_failures={} index_page_reads={} index_page_hits={} \
          metadata_calls={} metadata_us_avg={:.1} metadata_us_max={} ledgers_deleted={} \
-         segments_removed={} segment_bytes_removed={} zero_ahead_bytes={} compactions_done={} \
+         segments_removed={} segment_bytes_removed={} segments_recycled={} zero_ahead_bytes={} \
+         compactions_done={} \
          compaction_bytes_written={} compaction_bytes_freed={} compaction_failures={} \
          compaction_refusals={}",
         report.id,
@@ -409,6 +410,7 @@ pub fn summary_line(report: &ShardReport) -> String {
         journal.segments_removed,
         // What a churn soak's write amplification consists of (docs/churn.md).
         journal.segment_bytes_removed,
+        journal.segments_recycled,
         journal.zero_ahead_bytes,
         journal.compactions_done,
         journal.compaction_bytes_written,

@@ -572,6 +572,19 @@ impl Disk for SimDisk {
         Ok(())
     }
 
+    fn file_recycle(&mut self, from: FileId, to: FileId) -> io::Result<u64> {
+        let index = self
+            .directory_live
+            .remove(&Entry::published(from))
+            .ok_or(io::ErrorKind::NotFound)?;
+        // rename(2) replaces a stale temporary of that name; then the directory is synced.
+        self.directory_live.insert(Entry::temporary(to), index);
+        self.directory_durable = self.directory_live.clone();
+        self.open.remove(&from);
+        self.open.insert(to, index);
+        Ok(crate::stdx::to_u64(self.files[index].live.len()))
+    }
+
     fn file_discard(&mut self, id: FileId) {
         self.open.remove(&id);
         // Unlinked without a directory sync, like UringDisk's: a crash may bring the

@@ -365,7 +365,11 @@ impl<D: Disk> Journal<D> {
                     generation: 0,
                 });
             }
-            commits.segment_active = spare;
+            if spare.recycled {
+                self.zero_ahead
+                    .segment_written(spare.segment, commits.segment_size);
+            }
+            commits.segment_active = spare.segment;
             commits.position_next = to_u64(SEGMENT_HEADER_SIZE);
             commits.segment_sequence_first = commits.sequence_next;
         }

@@ -301,6 +301,7 @@ impl<D: Disk> Journal<D> {
             segment,
             self.config.segment_size,
             generation,
+            0,
         );
         self.compaction.job = Some(Job {
             segment,

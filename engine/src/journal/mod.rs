@@ -25,6 +25,7 @@
 
 mod commit;
 mod compact;
+mod dead;
 mod event;
 mod index_pages;
 mod reads;
@@ -44,7 +45,7 @@ use self::compact::Compaction;
 use self::index_pages::IndexPages;
 use self::reads::{Expected, Reads, Resolved};
 use self::seal::Seal;
-use self::segments::Segments;
+use self::segments::{Segments, Spare};
 use self::zero_ahead::ZeroAhead;
 use crate::config::Config;
 use crate::constants::{
@@ -162,9 +163,16 @@ impl<D: Disk> Journal<D> {
         let seal_buffer = buffer_id(sizes.len() - 3);
         let compaction = Compaction::new(buffer_id(sizes.len() - 2), buffer_id(sizes.len() - 1));
         let seal = Seal::new(seal_buffer, recovered.resume, recovered.seal_queue);
-        let segments = Segments::new(recovered.spares, recovered.segment_id_max, header_buffer);
+        let spares = recovered.spares.iter().map(|&segment| Spare {
+            segment,
+            recycled: recovered.recycled.contains(&segment),
+        });
+        let segments = Segments::new(spares.collect(), recovered.segment_id_max, header_buffer);
         let zero_ahead_enabled = config.zero_ahead && !config.segment_zero_fill;
-        let zero_ahead = ZeroAhead::new(zero_ahead_enabled, recovered.segment_active);
+        let mut zero_ahead = ZeroAhead::new(zero_ahead_enabled, recovered.segment_active);
+        if recovered.recycled.contains(&recovered.segment_active) {
+            zero_ahead.segment_written(recovered.segment_active, config.segment_size);
+        }
         let events_max = (config.commits_in_flight_max + 1) * BATCH_RECORDS_MAX;
         let stats = Stats {
             torn_tail_truncations: u64::from(recovered.torn_tail_truncated),
@@ -407,8 +415,14 @@ impl<D: Disk> Journal<D> {
                 self.submit_staging();
             }
         }
-        let (disk, stats) = (&mut self.disk, &mut self.stats);
-        self.segments.drive(disk, stats, &self.config);
+        if self.segments.start_due() {
+            let recycled_from = self.segment_recycle_take();
+            let (disk, stats) = (&mut self.disk, &mut self.stats);
+            self.segments
+                .start(disk, stats, &self.config, recycled_from);
+        }
+        let disk = &mut self.disk;
+        self.segments.drive(disk, &self.config);
         // Zero-ahead pauses while poisoned and while every commit slot is busy.
         if !self.commits.is_poisoned() && !self.commits.slots_full() {
             let head = self.commits.write_head();

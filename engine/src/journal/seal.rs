@@ -1,8 +1,8 @@
 //! Sealing: once the write head has left a segment and its last commit is durable, write the
 //! segment's index file, make it durable, drop the segment's entries from memory, and write a
 //! new checkpoint that says restart need not scan it. Deleted ledgers also need a checkpoint
-//! (their tombstones), and once it is durable, sealed segments left with nothing live are
-//! removed.
+//! (their tombstones); once it is durable, sealed segments left with nothing live are
+//! removed or reused (`journal/dead.rs`).
 //!
 //! A sealing job goes IndexWrite -> IndexSync -> (publish, `Index::seal`) -> CheckpointStart
 //! -> CheckpointWrite -> CheckpointSync -> (publish) -> done; a checkpoint-only job (after
@@ -17,7 +17,7 @@
 
 use super::{Journal, TOKEN_SEAL};
 use crate::checkpoint::Resume;
-use crate::constants::SEAL_CHUNK_SIZE;
+use crate::constants::{SEAL_CHUNK_SIZE, SEGMENT_RECYCLE_IDLE_PACES};
 use crate::disk::{BufferId, Disk, DiskOp, WriteSync};
 use crate::ids::{FileId, Sequence};
 use crate::index::SealedSegment;
@@ -69,6 +69,9 @@ pub(super) struct Seal {
     removal_check: bool,
     /// Removals left before the next `removal_pace` call; `None`: unpaced (tests, tools).
     removals_allowed: Option<u32>,
+    /// `removal_pace` calls since a dead segment was last reused or deletions last became
+    /// durable (`journal/dead.rs`).
+    paces_since_reuse: u32,
     /// `SEAL_CHUNK_SIZE` bytes for the chunk in flight.
     buffer: BufferId,
 }
@@ -88,6 +91,7 @@ impl Seal {
             deletions_durable: 0,
             removal_check: true,
             removals_allowed: None,
+            paces_since_reuse: 0,
             buffer,
         }
     }
@@ -112,11 +116,46 @@ impl Seal {
     /// paces them on its clock.
     pub(super) fn removal_pace(&mut self, count: u32) {
         self.removals_allowed = Some(count);
+        self.paces_since_reuse = self.paces_since_reuse.saturating_add(1);
+        if self.paces_since_reuse == SEGMENT_RECYCLE_IDLE_PACES + 1 {
+            // The segments kept for reuse are now to be removed: look for them.
+            self.removal_check = true;
+        }
+    }
+
+    /// A dead segment was reused as a new one.
+    pub(super) fn reused(&mut self) {
+        self.paces_since_reuse = 0;
+    }
+
+    /// True once no dead segment was reused, and no deletion became durable, for
+    /// `SEGMENT_RECYCLE_IDLE_PACES` paces: the segments kept for reuse are removed like the
+    /// others.
+    pub(super) fn reuse_idle(&self) -> bool {
+        self.paces_since_reuse > SEGMENT_RECYCLE_IDLE_PACES
     }
 
     /// Sealed segments may have become dead (a compacted copy replaced one).
     pub(super) fn removal_recheck(&mut self) {
         self.removal_check = true;
+    }
+
+    /// True when a dead segment may be removed now (`journal/dead.rs`): every deletion is in
+    /// a durable checkpoint, segments may have become dead, and the pace allows one more.
+    pub(super) fn removal_due(&self) -> bool {
+        !self.deletions_pending() && self.removal_check && self.removals_allowed != Some(0)
+    }
+
+    /// Nothing is left to remove; `recheck` keeps looking (a dead segment is being compacted).
+    pub(super) fn removal_checked(&mut self, recheck: bool) {
+        self.removal_check = recheck;
+    }
+
+    /// One removal of the pace's allowance was used.
+    pub(super) fn removal_counted(&mut self) {
+        if let Some(allowed) = self.removals_allowed.as_mut() {
+            *allowed -= 1;
+        }
     }
 
     /// True while a deletion is not yet in a durable checkpoint.
@@ -266,48 +305,6 @@ impl<D: Disk> Journal<D> {
         false
     }
 
-    /// Removes one sealed segment that holds nothing live, once every deletion is in a
-    /// durable checkpoint (so a crash cannot bring back a ledger whose data is gone): its
-    /// index first, then the segment, so an index never outlives its segment.
-    fn segment_dead_remove(&mut self) {
-        if self.seal.deletions_pending() || !self.seal.removal_check {
-            return;
-        }
-        if self.seal.removals_allowed == Some(0) {
-            return;
-        }
-        let resume = self.seal.resume();
-        // Not the segment compaction is copying: it reads it until the copy replaces it (and
-        // the copy, holding only deleted ledgers' records, is then dead and removed in turn).
-        let compacting = self.compaction.segment();
-        let dead = self.index.sealed_segments_dead(resume.segment);
-        let Some(&segment) = dead.iter().find(|&&segment| Some(segment) != compacting) else {
-            self.seal.removal_check = compacting.is_some_and(|segment| dead.contains(&segment));
-            return;
-        };
-        let disk = &mut self.disk;
-        let removed = self.stats.metadata_timed(|| {
-            disk.file_remove(FileId::Index(segment))
-                .and_then(|()| disk.file_remove(FileId::Segment(segment)))
-        });
-        if removed.is_err() {
-            self.seal_failed();
-            return;
-        }
-        self.index.sealed_segment_remove(segment);
-        if let Some(allowed) = self.seal.removals_allowed.as_mut() {
-            *allowed -= 1;
-        }
-        self.stats.segments_removed += 1;
-        self.stats.segment_bytes_removed += self.config.segment_size;
-        let oldest = self
-            .index
-            .sealed_segments()
-            .next()
-            .map_or(resume.segment, |first| first.min(resume.segment));
-        self.index.tombstones_expire(oldest);
-    }
-
     /// A write or sync of the running job completed with `result`.
     pub(super) fn seal_on_complete(&mut self, op: DiskOp, result: i32) {
         assert!(self.seal.in_flight);
@@ -384,6 +381,10 @@ impl<D: Disk> Journal<D> {
                     return;
                 }
                 self.seal.resume = self.seal_resume_after(span);
+                if deletions > self.seal.deletions_durable {
+                    // New dead segments: those kept for reuse get their full idle time.
+                    self.seal.paces_since_reuse = 0;
+                }
                 self.seal.deletions_durable = self.seal.deletions_durable.max(deletions);
                 self.seal.removal_check = true;
                 self.stats.checkpoints_written += 1;
@@ -450,7 +451,7 @@ impl<D: Disk> Journal<D> {
 
     /// Abandons the file being written; the job retries later from its index (if the index
     /// is not durable yet) or from its checkpoint (if it is: the entry arrays are gone).
-    fn seal_failed(&mut self) {
+    pub(super) fn seal_failed(&mut self) {
         let index_durable = matches!(
             self.seal.phase,
             Some(

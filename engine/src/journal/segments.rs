@@ -13,6 +13,11 @@
 //! become durable, dead segments are removed, and the retry that follows succeeds. Without
 //! it, the last segment that fits can leave less than the next index file needs: nothing
 //! seals, no deletion becomes durable, nothing is removed, and the disk stays full for good.
+//!
+//! A preparation may also reuse a removed segment's file (`start` with `recycled_from`, chosen
+//! by `journal/dead.rs`): the file is renamed to the new segment's temporary and gets a header
+//! with the recycled flag; no allocation, no zeroing. Its blocks were written in its earlier
+//! life, so commits need no extent conversion and zero-ahead skips it.
 
 use super::{Stats, TOKEN_PREPARE};
 use crate::config::Config;
@@ -35,17 +40,27 @@ enum PreparePhase {
 #[derive(Clone, Copy, Debug)]
 struct Prepare {
     segment: SegmentId,
+    recycled: bool,
     position_submitted: u64,
     bytes_completed: u64,
     phase: PreparePhase,
     in_flight: usize,
 }
 
+/// A published segment the write head has not reached yet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Spare {
+    pub segment: SegmentId,
+    /// Its file held a removed segment (stale records, not zeros, past its data).
+    pub recycled: bool,
+}
+
 /// The segments of one journal beyond the active one.
 #[derive(Debug)]
 pub(super) struct Segments {
-    /// Published, empty segments the write head rolls over to, oldest first.
-    spares: VecDeque<SegmentId>,
+    /// Published segments holding no record yet, which the write head rolls over to, oldest
+    /// first.
+    spares: VecDeque<Spare>,
     /// The highest segment id created or tried; ids never repeat.
     id_max: SegmentId,
     /// The preparation running, if any (at most one).
@@ -58,12 +73,8 @@ pub(super) struct Segments {
 }
 
 impl Segments {
-    pub(super) fn new(
-        spares: Vec<SegmentId>,
-        id_max: SegmentId,
-        header_buffer: BufferId,
-    ) -> Segments {
-        assert!(spares.iter().all(|&spare| spare <= id_max));
+    pub(super) fn new(spares: Vec<Spare>, id_max: SegmentId, header_buffer: BufferId) -> Segments {
+        assert!(spares.iter().all(|spare| spare.segment <= id_max));
         Segments {
             spares: spares.into_iter().collect(),
             id_max,
@@ -87,22 +98,27 @@ impl Segments {
     }
 
     /// The oldest spare, for the write head to roll over to.
-    pub(super) fn spare_take(&mut self) -> Option<SegmentId> {
+    pub(super) fn spare_take(&mut self) -> Option<Spare> {
         self.spares.pop_front()
     }
 
-    /// Starts a preparation when no spare is left, and submits what the running one needs
-    /// next.
-    pub(super) fn drive<D: Disk>(&mut self, disk: &mut D, stats: &mut Stats, config: &Config) {
-        if self.prepare.is_none() && self.spares.is_empty() {
-            if self.read_only {
-                self.submits_since_create_failure += 1;
-                if self.submits_since_create_failure < SEGMENT_RETRY_INTERVAL_SUBMITS {
-                    return;
-                }
-            }
-            self.start(disk, stats, config);
+    /// True when a preparation should start now (`start`): none runs, no spare is left, and
+    /// while read-only, the retry interval has passed. Counts the submits of that interval.
+    pub(super) fn start_due(&mut self) -> bool {
+        if self.prepare.is_some() || !self.spares.is_empty() {
+            return false;
         }
+        if self.read_only {
+            self.submits_since_create_failure += 1;
+            if self.submits_since_create_failure < SEGMENT_RETRY_INTERVAL_SUBMITS {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Submits what the running preparation needs next.
+    pub(super) fn drive<D: Disk>(&mut self, disk: &mut D, config: &Config) {
         let Some(prepare) = self.prepare else { return };
         let size = config.segment_size;
         let file = FileId::Segment(prepare.segment);
@@ -130,7 +146,12 @@ impl Segments {
             }
             PreparePhase::Header if prepare.in_flight == 0 => {
                 let header = disk.buffer_mut(self.header_buffer);
-                crate::segment::encode_segment_header(header, prepare.segment, size);
+                crate::segment::encode_segment_header(
+                    header,
+                    prepare.segment,
+                    size,
+                    prepare.recycled,
+                );
                 let buffer = self.header_buffer;
                 let (length, sync) = (SEGMENT_HEADER_SIZE, WriteSync::Dsync);
                 if disk
@@ -149,10 +170,45 @@ impl Segments {
         }
     }
 
-    fn start<D: Disk>(&mut self, disk: &mut D, stats: &mut Stats, config: &Config) {
+    /// Starts preparing the next segment: in the file of removed segment `recycled_from`
+    /// (which must be `segment_size` long and hold nothing live), or in a new one.
+    pub(super) fn start<D: Disk>(
+        &mut self,
+        disk: &mut D,
+        stats: &mut Stats,
+        config: &Config,
+        recycled_from: Option<SegmentId>,
+    ) {
         assert!(self.prepare.is_none());
         self.submits_since_create_failure = 0;
         let size = config.segment_size;
+        if let Some(dead) = recycled_from {
+            let segment = self.id_max.next();
+            self.id_max = segment;
+            let from = FileId::Segment(dead);
+            let recycled =
+                stats.metadata_timed(|| disk.file_recycle(from, FileId::Segment(segment)));
+            match recycled {
+                Ok(file_size) => {
+                    assert_eq!(file_size, size, "only full-size segments are recycled");
+                    stats.segments_recycled += 1;
+                    self.prepare = Some(Prepare {
+                        segment,
+                        recycled: true,
+                        position_submitted: size,
+                        bytes_completed: size,
+                        phase: PreparePhase::Header,
+                        in_flight: 0,
+                    });
+                }
+                Err(_) => {
+                    // The dead file is left where it was (found dead again at the next open)
+                    // or under the temporary name (deleted then); the next start allocates.
+                    stats.segment_create_failures += 1;
+                }
+            }
+            return;
+        }
         if !stats.metadata_timed(|| room_left(disk, config)) {
             // Refused before any file exists (the id is not used): read-only, as if the
             // allocation had failed, with the reserve left for sealing and deletions.
@@ -171,6 +227,7 @@ impl Segments {
                 };
                 self.prepare = Some(Prepare {
                     segment,
+                    recycled: false,
                     position_submitted: done,
                     bytes_completed: done,
                     phase,
@@ -228,13 +285,13 @@ impl Segments {
             }
             (PreparePhase::Header, DiskOp::Write) => prepare.phase = PreparePhase::Syncing,
             (PreparePhase::Syncing, DiskOp::Sync) => {
-                let segment = prepare.segment;
+                let (segment, recycled) = (prepare.segment, prepare.recycled);
                 self.prepare = None;
                 if stats
                     .metadata_timed(|| disk.file_publish(FileId::Segment(segment)))
                     .is_ok()
                 {
-                    self.spares.push_back(segment);
+                    self.spares.push_back(Spare { segment, recycled });
                     self.read_only = false;
                     stats.segments_created += 1;
                 } else {

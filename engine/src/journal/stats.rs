@@ -56,6 +56,9 @@ pub struct Stats {
     /// Sealed segments removed because nothing in them was live, and their bytes.
     pub segments_removed: u64,
     pub segment_bytes_removed: u64,
+    /// Sealed segments with nothing live whose files became new segments (not counted in
+    /// `segments_removed`: their bytes stay allocated).
+    pub segments_recycled: u64,
     /// Compaction jobs started, and finished (the copy replaced its segment).
     pub compactions_started: u64,
     pub compactions_done: u64,

@@ -45,6 +45,12 @@ impl ZeroAhead {
         }
     }
 
+    /// `segment`'s blocks are all written already (a recycled segment's): nothing to zero.
+    pub(super) fn segment_written(&mut self, segment: SegmentId, segment_size: u64) {
+        self.frontier_segment = segment;
+        self.frontier = segment_size;
+    }
+
     /// True when no zero-ahead write is in flight.
     pub(super) fn is_idle(&self) -> bool {
         self.in_flight.is_none()

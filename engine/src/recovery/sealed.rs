@@ -5,7 +5,9 @@
 use super::{io_error, next_record, Scan, SegmentFile, Window};
 use crate::checkpoint::{self, CheckpointHeader, LedgerState, Tombstone};
 use crate::config::Config;
-use crate::constants::{RECORD_HEADER_SIZE, RECOVERY_CHUNK_SIZE, SECTOR_SIZE, SEGMENT_HEADER_SIZE};
+use crate::constants::{
+    RECORD_ALIGNMENT, RECORD_HEADER_SIZE, RECOVERY_CHUNK_SIZE, SECTOR_SIZE, SEGMENT_HEADER_SIZE,
+};
 use crate::disk::Disk;
 use crate::error::{CorruptReason, OpenError};
 use crate::ids::FileId;
@@ -222,6 +224,21 @@ fn rebuild<D: Disk>(
                 position = align_up_u64(position, to_u64(SECTOR_SIZE));
             }
             Err(RecordError::Zero) => break,
+            // A recycled segment's data ends where the stale records of its earlier life
+            // begin; that is only corruption if a record of this segment follows.
+            Err(_) if file.recycled && position % to_u64(SECTOR_SIZE) == 0 => {
+                let expected = alone.sequence_next.unwrap_or(Sequence(0));
+                if !own_records_after(window, segment, position, size, expected)? {
+                    break;
+                }
+                return Err(OpenError::SealedCorrupt {
+                    location: Location {
+                        segment,
+                        position: Position(position),
+                    },
+                    reason: CorruptReason::Sequence,
+                });
+            }
             Err(error) => {
                 return Err(OpenError::SealedCorrupt {
                     location: Location {
@@ -257,6 +274,34 @@ fn rebuild<D: Disk>(
     index.seal(segment, table, writer.runs());
     scan.index = index;
     Ok(())
+}
+
+/// True when a record header naming its own place in `segment`, with a sequence of at least
+/// `sequence_min`, lies in `[from, size)`: the segment's own data went on past `from`.
+fn own_records_after<D: Disk>(
+    window: &mut Window<'_, D>,
+    segment: SegmentId,
+    from: u64,
+    size: u64,
+    sequence_min: Sequence,
+) -> Result<bool, OpenError> {
+    let mut position = from;
+    while position + to_u64(RECORD_HEADER_SIZE) <= size {
+        let bytes = window
+            .bytes(segment, position, RECORD_HEADER_SIZE)
+            .map_err(io_error("reading"))?;
+        if let Ok((header, _)) = crate::record::decode_header(bytes) {
+            let location = Location {
+                segment,
+                position: Position(position),
+            };
+            if header.location == location && header.sequence >= sequence_min {
+                return Ok(true);
+            }
+        }
+        position += to_u64(RECORD_ALIGNMENT);
+    }
+    Ok(false)
 }
 
 /// Writes an index file with blocking calls: temporary file, chunks, fdatasync, publish.

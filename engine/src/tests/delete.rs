@@ -8,9 +8,11 @@ use crate::ids::{EntryId, FileId, LedgerId, SegmentId};
 use crate::journal::{AddOptions, Journal};
 use crate::{Config, SimDisk};
 
+/// Dead segments are removed, none kept for reuse (`tests/recycle.rs` covers reuse).
 fn config() -> Config {
     Config {
         index_cache_pages: 4,
+        segment_recycle_max: 0,
         ..config_small()
     }
 }

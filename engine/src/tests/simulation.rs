@@ -28,6 +28,10 @@ struct Coverage {
     /// Compacted copies that replaced their segment, and crashes with a copy under way.
     compactions_done: u64,
     crashes_while_compacting: u64,
+    /// Dead segments reused as new ones, and crashes in a round that reused one (so the
+    /// next open scans or rebuilds a file with stale records past its data).
+    segments_recycled: u64,
+    crashes_after_recycling: u64,
 }
 
 /// Runs one seed; returns what it exercised.
@@ -44,6 +48,8 @@ fn run_seed(seed: u64) -> Coverage {
         // Compaction of segments up to 90% live, or off: deletions here leave few segments
         // mostly dead, and the seeds must crash in the middle of copies.
         compaction_threshold_minor_per_mille: if rng.below(4) == 0 { 0 } else { 900 },
+        // Dead segments all removed, or up to 1 or 4 of them reused as new segments.
+        segment_recycle_max: [0, 1, 4][crate::stdx::to_usize(rng.below(3))],
         ..config_small()
     };
     let mut disk = SimDisk::new(rng.next_u64());
@@ -138,6 +144,8 @@ fn run_seed(seed: u64) -> Coverage {
         coverage.crashes_with_deletions_pending += u64::from(journal.deletions_pending());
         coverage.compactions_done += stats.compactions_done;
         coverage.crashes_while_compacting += u64::from(journal.compaction_running());
+        coverage.segments_recycled += stats.segments_recycled;
+        coverage.crashes_after_recycling += u64::from(stats.segments_recycled > 0);
         if !journal.deletions_pending() {
             deleted_durable = model.deleted.keys().copied().collect();
         }
@@ -178,6 +186,8 @@ fn simulation() {
                 total.crashes_with_deletions_pending += coverage.crashes_with_deletions_pending;
                 total.compactions_done += coverage.compactions_done;
                 total.crashes_while_compacting += coverage.crashes_while_compacting;
+                total.segments_recycled += coverage.segments_recycled;
+                total.crashes_after_recycling += coverage.crashes_after_recycling;
             }
             Err(_) => {
                 println!("seed {seed} FAILED; reproduce: make sim SEED={seed}");
@@ -207,6 +217,11 @@ fn simulation() {
         assert!(
             total.crashes_while_compacting > 0,
             "no crash in the middle of a compaction"
+        );
+        assert!(total.segments_recycled > 0, "no dead segment reused");
+        assert!(
+            total.crashes_after_recycling > 0,
+            "no crash after a segment was reused"
         );
     }
 }

@@ -243,6 +243,21 @@ impl Disk for UringDisk {
         Ok(())
     }
 
+    fn file_recycle(&mut self, from: FileId, to: FileId) -> io::Result<u64> {
+        let name = temporary_file_name(to);
+        self.files.remove(&from);
+        // rename(2) replaces a stale temporary of that name (an abandoned preparation).
+        std::fs::rename(
+            self.directory.join(file_name(from)),
+            self.directory.join(&name),
+        )?;
+        self.directory_file.sync_all()?;
+        let file = File::from(self.open_file(&name, false)?);
+        let size = file.metadata()?.len();
+        self.files.insert(to, OwnedFd::from(file));
+        Ok(size)
+    }
+
     fn file_discard(&mut self, id: FileId) {
         self.files.remove(&id);
         let _ = std::fs::remove_file(self.directory.join(temporary_file_name(id)));
