@@ -20,7 +20,7 @@ RETENTION_SERVER_ARGS ?=
 DISK_FULL_MIB ?= 1024
 CHURN_SECONDS ?= 600
 
-.PHONY: help deps shellcheck-deps zk-deps fuzz-smoke build check test sim crash bench bench-disk bench-journal neighbour retention churn interop disk-full compare ci clean
+.PHONY: help deps shellcheck-deps zk-deps fuzz-smoke build check test sim crash crash-deletes bench bench-disk bench-journal neighbour retention churn interop disk-full compare ci clean
 COMPARE_PAIRS ?= 3
 COMPARE_SECONDS ?= 20
 RESULTS_DIR ?= $(CURDIR)/results
@@ -53,12 +53,13 @@ check: deps shellcheck-deps
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets --release $(EXTRA_CARGO_ARGS) -- -D warnings
 
-## Everything CI runs: lints, all tests (io_uring required), sim seeds, 20 crash cycles, fuzz smoke.
+## Everything CI runs: lints, all tests (io_uring required), sim seeds, 20 + 10 crash cycles, fuzz smoke.
 test: check zk-deps
 	REQUIRE_URING=1 $(CARGO) test --workspace --release $(EXTRA_CARGO_ARGS)
 	$(MAKE) sim
 	$(MAKE) neighbour NEIGHBOUR_SECONDS=10
 	$(MAKE) crash CYCLES=20
+	$(MAKE) crash-deletes CYCLES=10
 	$(MAKE) retention RETENTION_ENTRIES=2000000 RETENTION_SERVER_ARGS="--segment-size 67108864" \
 	  RETENTION_ENFORCE=$(or $(RETENTION_ENFORCE),1)
 	$(MAKE) churn CHURN_SECONDS=60
@@ -74,6 +75,10 @@ sim: deps
 ## Real crash loop: CYCLES (default 200) x {serve, writes --verify-log, SIGKILL, restart, reads}; 0 entries lost or it fails.
 crash: build
 	scripts/crash_loop.sh $(RELEASE) $(CRASH_DIR) $(CYCLES)
+
+## Crash loop with deletions (issue 14): CYCLES (200) x {znodes created and half the older ones deleted, writes, SIGKILL during collection/compaction, restart, checks}; 0 live entries lost, no deleted ledger back.
+crash-deletes: build zk-deps
+	CRASH_DELETES=1 scripts/crash_loop.sh $(RELEASE) $(CRASH_DIR) $(CYCLES)
 
 ## The physical floor alone: QD1 O_DIRECT 4 KiB write + linked fdatasync (a 1 KiB entry commits one 4 KiB sector).
 bench-disk: build

@@ -10,7 +10,8 @@
 //! data), and prints one line per second with the disk use of `--data-dir` against the
 //! bytes still live.
 
-mod zookeeper;
+// `ledgers` creates and deletes the same znodes for scripts.
+pub(crate) mod zookeeper;
 
 #[cfg(test)]
 mod tests;

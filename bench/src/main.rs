@@ -2,8 +2,10 @@
 #![forbid(unsafe_code)]
 
 mod churn;
+mod deleted_ledgers;
 mod disk;
 mod journal;
+mod ledgers;
 mod reads;
 mod report;
 mod verify_log;
@@ -32,6 +34,9 @@ enum Command {
     /// Ledgers created, written and deleted (in ZooKeeper) continuously, with the bookie's
     /// disk use and write amplification against the data still live (issue 14).
     Churn(churn::ChurnArgs),
+    /// Creates and deletes ledger metadata znodes in ZooKeeper, as a client's createLedger and
+    /// deleteLedger do, for scripts that drive the bookie's garbage collector.
+    Ledgers(ledgers::LedgersArgs),
 }
 
 fn main() {
@@ -42,6 +47,7 @@ fn main() {
         Command::Writes(args) => writes::run(args),
         Command::Reads(args) => reads::run(args),
         Command::Churn(args) => churn::run(args),
+        Command::Ledgers(args) => ledgers::run(args),
     };
     if let Err(error) = result {
         eprintln!("ringlog-bench: {error}");

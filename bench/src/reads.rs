@@ -2,7 +2,12 @@
 //! and checks it byte for byte, then checks that each ledger's entry -1 (the highest entry
 //! the bookie holds) is at least the highest logged one. Any missing, corrupt or failed read
 //! fails the run: every logged entry is one the bookie promised to keep.
+//!
+//! With `--deleted`, the ledgers listed there had their metadata deleted, so the bookie may
+//! collect them at any time: their entries must read back correct or answer missing, never
+//! wrong bytes, and a ledger listed as collected must answer missing (deleted_ledgers.rs).
 
+use crate::deleted_ledgers::{DeletedLedgers, State};
 use crate::report::Report;
 use crate::verify_log::{payload_matches, read_log, LoggedEntry};
 use crate::writes::{code_name, BufferSizes, Connections};
@@ -36,6 +41,21 @@ pub struct ReadsArgs {
     /// Write the report as one JSON object to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Ledgers whose metadata was deleted, one id a line, `collected` after the id of one
+    /// already seen gone (format in deleted_ledgers.rs). Their logged entries must read back
+    /// correct or answer NoSuchLedger/NoSuchEntry, counted apart from the live ones; wrong
+    /// bytes are corrupt, and any entry of a collected ledger that reads back is a
+    /// resurrection. Of a collected ledger only entry -1 and its first and last logged
+    /// entries are read. Default: none (every ledger is live).
+    #[arg(long)]
+    pub deleted: Option<PathBuf>,
+    /// With --deleted: read only the deleted ledgers' entries.
+    #[arg(long, requires = "deleted")]
+    pub deleted_only: bool,
+    /// With --deleted: write the list back to this file, `collected` added to every ledger
+    /// whose reads all answered missing in this run.
+    #[arg(long, requires = "deleted")]
+    pub deleted_out: Option<PathBuf>,
 }
 
 /// Reads and checks everything; `Err` if any entry is missing, corrupt or failed to read.
@@ -47,7 +67,15 @@ pub fn run(args: &ReadsArgs) -> Result<(), String> {
     if let Some(torn) = &contents.torn_tail {
         eprintln!("reads: ignoring the torn last line of the verify log ({torn})");
     }
-    let entries = sorted_unique(contents.entries)?;
+    let deleted = args
+        .deleted
+        .as_deref()
+        .map(DeletedLedgers::read)
+        .transpose()?;
+    let mut entries = sorted_unique(contents.entries)?;
+    if let Some(deleted) = &deleted {
+        entries = entries_to_read(entries, deleted, args.deleted_only);
+    }
     let ledgers = ledger_summaries(&entries);
     println!(
         "reads: {} | {} entries of {} ledgers from {} | {} connections | {} | outstanding {}",
@@ -63,7 +91,7 @@ pub fn run(args: &ReadsArgs) -> Result<(), String> {
         },
         args.outstanding
     );
-    let mut checker = Checker::new(args, &entries, &ledgers);
+    let mut checker = Checker::new(args, &entries, &ledgers, deleted);
     let labels: Vec<usize> = (0..args.connections).collect();
     let mut connections = Connections::open(&args.target, &labels, checker.buffer_sizes())?;
     let result = checker.run_loop(&mut connections);
@@ -76,7 +104,40 @@ pub fn run(args: &ReadsArgs) -> Result<(), String> {
             .map_err(|error| format!("writing {}: {error}", path.display()))?;
     }
     result?;
+    if let (Some(path), Some(deleted)) = (&args.deleted_out, &checker.deleted) {
+        std::fs::write(path, deleted.format())
+            .map_err(|error| format!("writing {}: {error}", path.display()))?;
+    }
     checker.verdict()
+}
+
+/// The logged entries a run with `--deleted` reads: of a collected ledger only its first and
+/// last (with entry -1, enough to see it come back: a ledger the bookie knows again answers
+/// entry -1), so checking every collected ledger after every restart stays cheap; with
+/// `deleted_only`, only the deleted ledgers' entries. `entries` is sorted by (ledger, entry).
+fn entries_to_read(
+    entries: Vec<LoggedEntry>,
+    deleted: &DeletedLedgers,
+    deleted_only: bool,
+) -> Vec<LoggedEntry> {
+    let mut kept: Vec<LoggedEntry> = Vec::with_capacity(entries.len());
+    let mut entries = entries.into_iter().peekable();
+    let mut previous: Option<i64> = None;
+    while let Some(entry) = entries.next() {
+        let ledger = entry.ledger_id;
+        let first = previous != Some(ledger);
+        let last = entries.peek().is_none_or(|next| next.ledger_id != ledger);
+        previous = Some(ledger);
+        let keep = if deleted.collected(ledger) {
+            first || last
+        } else {
+            !deleted_only || deleted.contains(ledger)
+        };
+        if keep {
+            kept.push(entry);
+        }
+    }
+    kept
 }
 
 /// Entries per BATCH_READ_ENTRY request.
@@ -149,6 +210,8 @@ enum Verdict {
     Missing(String),
     Corrupt(String),
     Failed(String),
+    /// An entry of a ledger seen collected before reads back.
+    Resurrected(String),
 }
 
 struct Checker<'a> {
@@ -171,10 +234,23 @@ struct Checker<'a> {
     above_log: u64,
     batch_requests: u64,
     start: Instant,
+    /// `--deleted`: the deleted ledgers and their answers.
+    deleted: Option<DeletedLedgers>,
+    /// Reads of deleted ledgers' entries (entry -1 included) answered with the right bytes,
+    /// and answered missing; neither counts as checked OK or lost.
+    deleted_readable: u64,
+    deleted_missing: u64,
+    /// Reads of collected ledgers that answered (`tally().resurrected` counts the ledgers).
+    resurrected_reads: u64,
 }
 
 impl<'a> Checker<'a> {
-    fn new(args: &ReadsArgs, entries: &'a [LoggedEntry], ledgers: &'a [LedgerSummary]) -> Self {
+    fn new(
+        args: &ReadsArgs,
+        entries: &'a [LoggedEntry],
+        ledgers: &'a [LedgerSummary],
+        deleted: Option<DeletedLedgers>,
+    ) -> Self {
         let requests_max = if args.batch {
             (args.outstanding / BATCH_COUNT_MAX).max(1)
         } else {
@@ -202,6 +278,10 @@ impl<'a> Checker<'a> {
             above_log: 0,
             batch_requests: 0,
             start: Instant::now(),
+            deleted,
+            deleted_readable: 0,
+            deleted_missing: 0,
+            resurrected_reads: 0,
         }
     }
 
@@ -267,7 +347,13 @@ impl<'a> Checker<'a> {
     }
 
     fn answered(&self) -> u64 {
-        self.report.count + self.missing + self.corrupt + self.failed + self.last_checked
+        self.report.count
+            + self.missing
+            + self.corrupt
+            + self.failed
+            + self.last_checked
+            + self.deleted_readable
+            + self.deleted_missing
     }
 
     /// Sends queued work while requests may be added and the target connection has room.
@@ -419,24 +505,57 @@ impl<'a> Checker<'a> {
     fn check_entry(&mut self, index: usize, result: i32, body: &[u8]) {
         let entry = self.entries[index];
         let verdict = check_entry_body(&entry, result, body);
-        if let Verdict::Ok = verdict {
-            self.report.count += 1;
-            self.report.bytes += u64::from(entry.payload_len);
-        } else {
-            self.problem(verdict);
+        match self.deleted_verdict(entry.ledger_id, verdict) {
+            None => {}
+            Some(Verdict::Ok) => {
+                self.report.count += 1;
+                self.report.bytes += u64::from(entry.payload_len);
+            }
+            Some(verdict) => self.problem(verdict),
         }
     }
 
     fn check_last(&mut self, ledger: usize, result: i32, body: &[u8]) {
         let LedgerSummary { id, entry_max } = self.ledgers[ledger];
         let verdict = check_last_body(id, entry_max, result, body);
-        if let Verdict::Ok = verdict {
-            self.last_checked += 1;
-            let body_entry = body_id(body, 8).unwrap_or(entry_max);
-            self.above_log += u64::from(body_entry > entry_max);
-        } else {
-            self.problem(verdict);
+        match self.deleted_verdict(id, verdict) {
+            None => {}
+            Some(Verdict::Ok) => {
+                self.last_checked += 1;
+                let body_entry = body_id(body, 8).unwrap_or(entry_max);
+                self.above_log += u64::from(body_entry > entry_max);
+            }
+            Some(verdict) => self.problem(verdict),
         }
+    }
+
+    /// A read of a deleted ledger: the right bytes or missing are both answers it may get,
+    /// recorded per ledger and left out of the live counts (`None`); the right bytes of one
+    /// collected before are a resurrection. Wrong bytes and errors stay problems.
+    fn deleted_verdict(&mut self, ledger_id: i64, verdict: Verdict) -> Option<Verdict> {
+        let Some(deleted) = self.deleted.as_mut().filter(|d| d.contains(ledger_id)) else {
+            return Some(verdict);
+        };
+        let readable = match verdict {
+            Verdict::Ok => true,
+            Verdict::Missing(_) => false,
+            Verdict::Corrupt(_) | Verdict::Failed(_) | Verdict::Resurrected(_) => {
+                return Some(verdict)
+            }
+        };
+        let resurrected = deleted.record(ledger_id, readable);
+        if readable {
+            self.deleted_readable += 1;
+        } else {
+            self.deleted_missing += 1;
+        }
+        if resurrected {
+            return Some(Verdict::Resurrected(format!(
+                "ledger {ledger_id}: collected earlier (every read answered missing), and an \
+                 entry reads back now"
+            )));
+        }
+        None
     }
 
     fn problem(&mut self, verdict: Verdict) {
@@ -445,9 +564,10 @@ impl<'a> Checker<'a> {
             Verdict::Missing(message) => (&mut self.missing, "MISSING (data loss)", message),
             Verdict::Corrupt(message) => (&mut self.corrupt, "CORRUPT", message),
             Verdict::Failed(message) => (&mut self.failed, "ERROR", message),
+            Verdict::Resurrected(message) => (&mut self.resurrected_reads, "RESURRECTED", message),
         };
         *counter += 1;
-        let total = self.missing + self.corrupt + self.failed;
+        let total = self.missing + self.corrupt + self.failed + self.resurrected_reads;
         if total <= PROBLEMS_PRINTED_MAX {
             eprintln!("reads: {kind}: {message}");
         }
@@ -459,7 +579,7 @@ impl<'a> Checker<'a> {
     fn report(&mut self) -> Report {
         let mut report = std::mem::replace(&mut self.report, Report::new("reads"));
         report.elapsed = self.start.elapsed();
-        report.errors = self.missing + self.corrupt + self.failed;
+        report.errors = self.missing + self.corrupt + self.failed + self.resurrected_reads;
         report
             .extra
             .push(("entries_logged", self.entries.len() as f64));
@@ -498,16 +618,63 @@ impl<'a> Checker<'a> {
                 .notes
                 .push("latency is per BATCH_READ_ENTRY request".into());
         }
+        if let Some(deleted) = &self.deleted {
+            self.report_deleted(&mut report, deleted);
+        }
         report
     }
 
+    fn report_deleted(&self, report: &mut Report, deleted: &DeletedLedgers) {
+        let tally = deleted.tally();
+        let extra = &mut report.extra;
+        extra.push(("deleted_ledgers", tally.ledgers as f64));
+        extra.push(("deleted_ledgers_readable", tally.readable as f64));
+        extra.push(("deleted_ledgers_missing", tally.missing as f64));
+        extra.push(("deleted_ledgers_partial", tally.partial as f64));
+        extra.push(("deleted_ledgers_unread", tally.unread as f64));
+        extra.push(("deleted_ledgers_collected", tally.collected as f64));
+        extra.push(("resurrected", tally.resurrected as f64));
+        extra.push(("resurrected_reads", self.resurrected_reads as f64));
+        extra.push(("deleted_entries_readable", self.deleted_readable as f64));
+        extra.push(("deleted_entries_missing", self.deleted_missing as f64));
+        report.notes.push(format!(
+            "deleted ledgers {}: {} read back whole, {} missing (collected), {} partly, {} not \
+             read; {} collected in all, {} resurrected; their reads: {} answered, {} missing",
+            tally.ledgers,
+            tally.readable,
+            tally.missing,
+            tally.partial,
+            tally.unread,
+            tally.collected,
+            tally.resurrected,
+            self.deleted_readable,
+            self.deleted_missing
+        ));
+        // Named, so a partly readable ledger can be looked up in the bookie's log and data.
+        let partial = deleted.ledgers_in(State::Partial);
+        if !partial.is_empty() {
+            let shown: Vec<String> = partial.iter().take(20).map(i64::to_string).collect();
+            report.notes.push(format!(
+                "deleted ledgers read back partly (collected during this run, or partly lost): \
+                 {}{}",
+                shown.join(" "),
+                if partial.len() > shown.len() {
+                    " ..."
+                } else {
+                    ""
+                }
+            ));
+        }
+    }
+
     fn verdict(&self) -> Result<(), String> {
-        if self.missing + self.corrupt + self.failed == 0 {
+        if self.missing + self.corrupt + self.failed + self.resurrected_reads == 0 {
             return Ok(());
         }
         Err(format!(
-            "verification failed: {} missing, {} corrupt, {} errors",
-            self.missing, self.corrupt, self.failed
+            "verification failed: {} missing, {} corrupt, {} errors, {} reads of collected \
+             ledgers answered (resurrected)",
+            self.missing, self.corrupt, self.failed, self.resurrected_reads
         ))
     }
 }
@@ -615,3 +782,6 @@ fn check_last_body(ledger_id: i64, entry_max: i64, result: i32, body: &[u8]) -> 
         )),
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,40 @@
+//! Tests of what `reads --deleted` reads.
+
+use super::entries_to_read;
+use crate::deleted_ledgers::DeletedLedgers;
+use crate::verify_log::LoggedEntry;
+
+fn entry(ledger_id: i64, entry_id: i64) -> LoggedEntry {
+    LoggedEntry {
+        ledger_id,
+        entry_id,
+        payload_crc32c: 0,
+        payload_len: 8,
+    }
+}
+
+fn ids(entries: &[LoggedEntry]) -> Vec<(i64, i64)> {
+    entries.iter().map(|e| (e.ledger_id, e.entry_id)).collect()
+}
+
+#[test]
+fn collected_ledgers_are_sampled_and_deleted_only_drops_the_live() {
+    // Ledger 1 live, 2 deleted, 3 collected (4 entries), 4 collected (1 entry).
+    let entries: Vec<LoggedEntry> = [(1, 0), (1, 1), (2, 0), (2, 1), (3, 0), (3, 1), (3, 2)]
+        .into_iter()
+        .chain([(3, 3), (4, 0)])
+        .map(|(ledger, entry_id)| entry(ledger, entry_id))
+        .collect();
+    let deleted = DeletedLedgers::parse("2\n3 collected\n4 collected\n").expect("list");
+    assert_eq!(
+        ids(&entries_to_read(entries.clone(), &deleted, false)),
+        [(1, 0), (1, 1), (2, 0), (2, 1), (3, 0), (3, 3), (4, 0)]
+    );
+    assert_eq!(
+        ids(&entries_to_read(entries.clone(), &deleted, true)),
+        [(2, 0), (2, 1), (3, 0), (3, 3), (4, 0)]
+    );
+    let none = DeletedLedgers::parse("").expect("empty");
+    assert_eq!(entries_to_read(entries.clone(), &none, false), entries);
+    assert!(entries_to_read(entries, &none, true).is_empty());
+}
