@@ -115,17 +115,32 @@ pub trait Disk {
     /// file of that name, and fsyncs the directory: the new file is durable under its name
     /// when this returns. `id` keeps its descriptor.
     fn file_publish(&mut self, id: FileId) -> io::Result<()>;
+    /// Renames the temporary of `id` to its published name, atomically replacing a published
+    /// file of that name, without syncing the directory: the new name is durable once a later
+    /// directory sync (`submit_sync_directory`, or any call here that syncs the directory)
+    /// completes, and until then a crash may bring back the temporary or the old file. File
+    /// systems that journal metadata make directory changes durable in the order they were
+    /// made, so one sync covers every change before it. `id` keeps its descriptor.
+    fn file_publish_unsynced(&mut self, id: FileId) -> io::Result<()>;
+    /// Closes the descriptor of `id`, if open, and deletes its published file without
+    /// syncing the directory (durable with the next directory sync, as above).
+    fn file_remove_unsynced(&mut self, id: FileId) -> io::Result<()>;
+    /// Submits an fsync of the directory: every rename and unlink made before this call is
+    /// durable when it completes (`DiskOp::Sync`). The shard serves on meanwhile, where the
+    /// blocking calls above would stall it for as long as the file system's journal commit.
+    fn submit_sync_directory(&mut self, token: DiskToken) -> Result<(), SubmitError>;
     /// Renames the temporary of `from` to the published name of `to`, atomically replacing
     /// the file published there, and fsyncs the directory (compaction: a segment's compacted
     /// copy replaces the segment). From here on `to` addresses the new file and `from`
     /// nothing; the caller makes sure no operation on the old `to` is in flight.
     fn file_replace(&mut self, from: FileId, to: FileId) -> io::Result<()>;
     /// Renames the published file `from` to the temporary name of `to` (replacing a stale
-    /// temporary of that name) and fsyncs the directory, then returns its size: a removed
-    /// segment's file becomes the next segment's preparation, its blocks already allocated and
-    /// written (`journal/segments.rs`). From here on `to` addresses it, as after
-    /// `file_create`, and `from` nothing. The directory sync comes before any write to the
-    /// file under its new name, so a crash can never show `from`'s name on `to`'s contents.
+    /// temporary of that name), without syncing the directory, and returns its size: a
+    /// removed segment's file becomes the next segment's preparation, its blocks already
+    /// allocated and written (`journal/segments.rs`). From here on `to` addresses it, as after
+    /// `file_create`, and `from` nothing. The caller syncs the directory
+    /// (`submit_sync_directory`) before it writes to the file, so a crash can never show
+    /// `from`'s name on `to`'s contents.
     fn file_recycle(&mut self, from: FileId, to: FileId) -> io::Result<u64>;
     /// Closes the descriptor of `id`, if open, and deletes its temporary if there is one (an
     /// abandoned preparation; nothing depends on it being gone, so errors are ignored).

@@ -102,10 +102,22 @@ impl Entry {
 
 #[derive(Clone, Debug)]
 enum PendingKind {
-    Write { data: Vec<u8>, sync: WriteSync },
+    Write {
+        data: Vec<u8>,
+        sync: WriteSync,
+    },
     LinkedSync,
     Sync,
-    Read { buffer: BufferId, length: usize },
+    Read {
+        buffer: BufferId,
+        length: usize,
+    },
+    /// A directory fsync: the directory as it was at submission becomes durable, unless a
+    /// blocking sync made a later state durable meanwhile (`generation` moved on).
+    DirectorySync {
+        directory: BTreeMap<Entry, usize>,
+        generation: u64,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -127,6 +139,9 @@ pub struct SimDisk {
     /// Directory entries -> index into `files`; a replaced or removed file stays in `files`.
     directory_live: BTreeMap<Entry, usize>,
     directory_durable: BTreeMap<Entry, usize>,
+    /// Counts the directory states made durable, so an asynchronous directory sync that
+    /// completes after a later one never rolls the durable directory back.
+    directory_generation: u64,
     /// Open descriptors: which file each id addresses.
     open: BTreeMap<FileId, usize>,
     buffers: Vec<Vec<u8>>,
@@ -147,6 +162,7 @@ impl SimDisk {
             files: Vec::new(),
             directory_live: BTreeMap::new(),
             directory_durable: BTreeMap::new(),
+            directory_generation: 0,
             open: BTreeMap::new(),
             buffers: Vec::new(),
             buffers_busy: Vec::new(),
@@ -274,6 +290,10 @@ impl SimDisk {
         let (op, result) = match kind {
             PendingKind::Write { data, sync } => self.complete_write(&pending, data, sync),
             PendingKind::LinkedSync | PendingKind::Sync => self.complete_sync(&pending),
+            PendingKind::DirectorySync {
+                directory,
+                generation,
+            } => self.complete_directory_sync(directory, generation),
             PendingKind::Read { buffer, length } => {
                 (DiskOp::Read, self.complete_read(&pending, buffer, length))
             }
@@ -356,6 +376,27 @@ impl SimDisk {
         let mut sync = self.queued.remove(index);
         sync.covers_up_to = self.write_completions;
         self.pending.push(sync);
+    }
+
+    /// A blocking directory sync: everything done to the directory so far is durable.
+    fn directory_sync_blocking(&mut self) {
+        self.directory_durable = self.directory_live.clone();
+        self.directory_generation += 1;
+    }
+
+    fn complete_directory_sync(
+        &mut self,
+        directory: BTreeMap<Entry, usize>,
+        generation: u64,
+    ) -> (DiskOp, i32) {
+        if self.rng.chance(self.faults.sync_error_ppm) {
+            return (DiskOp::Sync, -ERRNO_EIO);
+        }
+        if generation == self.directory_generation {
+            self.directory_durable = directory;
+            self.directory_generation += 1;
+        }
+        (DiskOp::Sync, 0)
     }
 
     fn complete_sync(&mut self, pending: &Pending) -> (DiskOp, i32) {
@@ -496,7 +537,7 @@ impl Disk for SimDisk {
                 self.directory_live.remove(entry);
             }
             // The removals are synced with the directory, like UringDisk's.
-            self.directory_durable = self.directory_live.clone();
+            self.directory_sync_blocking();
         }
         let files: Vec<FileId> = self.directory_live.keys().map(|entry| entry.id).collect();
         assert!(files.windows(2).all(|pair| pair[0] < pair[1]));
@@ -556,7 +597,40 @@ impl Disk for SimDisk {
             .ok_or(io::ErrorKind::NotFound)?;
         // rename(2) replaces an existing published file of that name atomically.
         self.directory_live.insert(Entry::published(id), index);
-        self.directory_durable = self.directory_live.clone();
+        self.directory_sync_blocking();
+        Ok(())
+    }
+
+    fn file_publish_unsynced(&mut self, id: FileId) -> io::Result<()> {
+        let index = self
+            .directory_live
+            .remove(&Entry::temporary(id))
+            .ok_or(io::ErrorKind::NotFound)?;
+        self.directory_live.insert(Entry::published(id), index);
+        Ok(())
+    }
+
+    fn file_remove_unsynced(&mut self, id: FileId) -> io::Result<()> {
+        self.open.remove(&id);
+        self.directory_live
+            .remove(&Entry::published(id))
+            .ok_or(io::ErrorKind::NotFound)?;
+        Ok(())
+    }
+
+    fn submit_sync_directory(&mut self, token: DiskToken) -> Result<(), SubmitError> {
+        let kind = PendingKind::DirectorySync {
+            directory: self.directory_live.clone(),
+            generation: self.directory_generation,
+        };
+        self.pending.push(Pending {
+            token,
+            file: usize::MAX,
+            position: 0,
+            kind,
+            holds: None,
+            covers_up_to: self.write_completions,
+        });
         Ok(())
     }
 
@@ -566,7 +640,7 @@ impl Disk for SimDisk {
             .remove(&Entry::temporary(from))
             .ok_or(io::ErrorKind::NotFound)?;
         self.directory_live.insert(Entry::published(to), index);
-        self.directory_durable = self.directory_live.clone();
+        self.directory_sync_blocking();
         self.open.remove(&from);
         self.open.insert(to, index);
         Ok(())
@@ -577,9 +651,8 @@ impl Disk for SimDisk {
             .directory_live
             .remove(&Entry::published(from))
             .ok_or(io::ErrorKind::NotFound)?;
-        // rename(2) replaces a stale temporary of that name; then the directory is synced.
+        // rename(2) replaces a stale temporary of that name; the directory is not synced.
         self.directory_live.insert(Entry::temporary(to), index);
-        self.directory_durable = self.directory_live.clone();
         self.open.remove(&from);
         self.open.insert(to, index);
         Ok(crate::stdx::to_u64(self.files[index].live.len()))
@@ -597,7 +670,7 @@ impl Disk for SimDisk {
         self.directory_live
             .remove(&Entry::published(id))
             .ok_or(io::ErrorKind::NotFound)?;
-        self.directory_durable = self.directory_live.clone();
+        self.directory_sync_blocking();
         assert!(!self.directory_durable.contains_key(&Entry::published(id)));
         Ok(())
     }

@@ -14,9 +14,10 @@
 //! Both wait until every deletion is in a durable checkpoint, so a crash cannot bring back a
 //! ledger whose data is gone. Both skip the segment compaction is copying: it reads it until
 //! the copy replaces it (the copy, holding only deleted ledgers' records, is then dead and
-//! dealt with in turn). Both remove the index file first, so an index never outlives its
-//! segment; a crash in between leaves a segment without an index, which open rebuilds (its
-//! records all deleted ledgers') and finds dead again.
+//! dealt with in turn). Both unlink the index file first and then sync the directory once,
+//! after the segment's unlink or rename, so an index never outlives its segment (directory
+//! changes become durable in order); a crash in between leaves a segment without an index,
+//! which open rebuilds (its records all deleted ledgers') and finds dead again.
 
 use super::segments::room_left;
 use super::Journal;
@@ -71,8 +72,9 @@ impl<D: Disk> Journal<D> {
             return;
         };
         let disk = &mut self.disk;
+        // One directory sync, the segment's, covers the index's unlink before it.
         let removed = self.stats.metadata_timed(|| {
-            disk.file_remove(FileId::Index(segment))
+            disk.file_remove_unsynced(FileId::Index(segment))
                 .and_then(|()| disk.file_remove(FileId::Segment(segment)))
         });
         if removed.is_err() {
@@ -99,9 +101,10 @@ impl<D: Disk> Journal<D> {
             .rev()
             .find(|&&segment| !self.reads.in_flight_on(segment))?;
         let disk = &mut self.disk;
+        // Durable with the directory sync of the segment's rename that follows at once.
         let removed = self
             .stats
-            .metadata_timed(|| disk.file_remove(FileId::Index(segment)));
+            .metadata_timed(|| disk.file_remove_unsynced(FileId::Index(segment)));
         if removed.is_err() {
             // Allocate a new segment instead; the index is removed with its segment later.
             return None;

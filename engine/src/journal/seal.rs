@@ -4,9 +4,12 @@
 //! (their tombstones); once it is durable, sealed segments left with nothing live are
 //! removed or reused (`journal/dead.rs`).
 //!
-//! A sealing job goes IndexWrite -> IndexSync -> (publish, `Index::seal`) -> CheckpointStart
-//! -> CheckpointWrite -> CheckpointSync -> (publish) -> done; a checkpoint-only job (after
-//! deletions) starts at CheckpointStart. One chunk of `SEAL_CHUNK_SIZE` is in flight at a
+//! A sealing job goes IndexWrite -> IndexSync -> (rename, `Index::seal`) -> CheckpointStart
+//! -> CheckpointWrite -> CheckpointSync -> (rename) -> CheckpointDirectorySync -> done; a
+//! checkpoint-only job (after deletions) starts at CheckpointStart. The directory's fsync goes
+//! through the ring like the writes (a blocking one stalled the shard for as long as the file
+//! system's journal commit, up to hundreds of milliseconds under churn); it makes both renames
+//! durable, and the checkpoint counts (resume point, durable deletions) only once it has. One chunk of `SEAL_CHUNK_SIZE` is in flight at a
 //! time, and only while a commit slot is free (like zero-ahead), so sealing never queues ahead
 //! of a commit that could go. Jobs run in segment order, so the checkpoint only moves forward.
 //!
@@ -44,6 +47,9 @@ enum Phase {
     },
     /// Its fdatasync.
     CheckpointSync { deletions: u64 },
+    /// Renamed into place; the directory's fsync makes it (and the index's rename before it)
+    /// durable.
+    CheckpointDirectorySync { deletions: u64 },
 }
 
 /// The sealing state machine. See the module docs.
@@ -260,6 +266,9 @@ impl<D: Disk> Journal<D> {
                 .disk
                 .submit_sync(token, FileId::Checkpoint)
                 .map(|()| None),
+            Phase::CheckpointDirectorySync { .. } => {
+                self.disk.submit_sync_directory(token).map(|()| None)
+            }
             Phase::CheckpointStart => unreachable!("started above"),
         };
         match submitted {
@@ -326,9 +335,12 @@ impl<D: Disk> Journal<D> {
                 let segment = span.expect("an index job seals a segment").segment;
                 let disk = &mut self.disk;
                 let file = FileId::Index(segment);
+                // No directory sync of its own: the checkpoint's, which must complete before
+                // the checkpoint moves past the segment, covers this rename too. A crash
+                // before it leaves the segment without an index, which open rebuilds.
                 if self
                     .stats
-                    .metadata_timed(|| disk.file_publish(file))
+                    .metadata_timed(|| disk.file_publish_unsynced(file))
                     .is_err()
                 {
                     self.seal_failed();
@@ -370,16 +382,22 @@ impl<D: Disk> Journal<D> {
                 }
             }
             (Phase::CheckpointSync { deletions }, DiskOp::Sync) => {
+                // The rename is quick; its durability (the directory's fsync, which waits for
+                // the file system's journal commit) goes through the ring, so the shard goes
+                // on serving meanwhile.
                 let disk = &mut self.disk;
                 if self
                     .stats
-                    .metadata_timed(|| disk.file_publish(FileId::Checkpoint))
+                    .metadata_timed(|| disk.file_publish_unsynced(FileId::Checkpoint))
                     .is_err()
                 {
                     self.seal_failed();
                     self.seal.phase = Some(Phase::CheckpointStart);
                     return;
                 }
+                Some(Phase::CheckpointDirectorySync { deletions })
+            }
+            (Phase::CheckpointDirectorySync { deletions }, DiskOp::Sync) => {
                 self.seal.resume = self.seal_resume_after(span);
                 if deletions > self.seal.deletions_durable {
                     // New dead segments: those kept for reuse get their full idle time.
@@ -458,6 +476,7 @@ impl<D: Disk> Journal<D> {
                 Phase::CheckpointStart
                     | Phase::CheckpointWrite { .. }
                     | Phase::CheckpointSync { .. }
+                    | Phase::CheckpointDirectorySync { .. }
             )
         );
         self.seal.phase = index_durable.then_some(Phase::CheckpointStart);

@@ -2,7 +2,8 @@
 //! the next segment in the background, keeps the published spares the write head rolls over
 //! to, and holds the read-only state while no segment can be created (disk full).
 //!
-//! A preparation moves Zeroing -> Header -> Syncing -> published spare. Any failure abandons
+//! A preparation moves Zeroing -> Header -> Syncing -> published spare (a recycled file:
+//! RenameSync -> Header -> ...). Any failure abandons
 //! the segment (its temporary file is deleted at the next open) and the next `submit` starts
 //! over with a new id; while no spare is left the journal is read-only, and creation is
 //! retried every `SEGMENT_RETRY_INTERVAL_SUBMITS` submits (or at once on `retry_now`).
@@ -32,6 +33,9 @@ const SEGMENT_RETRY_INTERVAL_SUBMITS: u32 = 256;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum PreparePhase {
+    /// A recycled file was renamed: the directory's fsync must complete before the new
+    /// header is written into it.
+    RenameSync,
     Zeroing,
     Header,
     Syncing,
@@ -166,7 +170,14 @@ impl Segments {
                     self.prepare.as_mut().expect("present").in_flight = 1;
                 }
             }
-            PreparePhase::Header | PreparePhase::Syncing => {}
+            PreparePhase::RenameSync if prepare.in_flight == 0 => {
+                // Through the ring: a blocking directory fsync at every rollover stalled the
+                // shard for as long as the file system's journal commit took.
+                if disk.submit_sync_directory(TOKEN_PREPARE).is_ok() {
+                    self.prepare.as_mut().expect("present").in_flight = 1;
+                }
+            }
+            PreparePhase::RenameSync | PreparePhase::Header | PreparePhase::Syncing => {}
         }
     }
 
@@ -197,7 +208,7 @@ impl Segments {
                         recycled: true,
                         position_submitted: size,
                         bytes_completed: size,
-                        phase: PreparePhase::Header,
+                        phase: PreparePhase::RenameSync,
                         in_flight: 0,
                     });
                 }
@@ -283,6 +294,7 @@ impl Segments {
                     disk.file_discard(FileId::Segment(segment));
                 }
             }
+            (PreparePhase::RenameSync, DiskOp::Sync) => prepare.phase = PreparePhase::Header,
             (PreparePhase::Header, DiskOp::Write) => prepare.phase = PreparePhase::Syncing,
             (PreparePhase::Syncing, DiskOp::Sync) => {
                 let (segment, recycled) = (prepare.segment, prepare.recycled);

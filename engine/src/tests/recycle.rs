@@ -209,7 +209,10 @@ fn kept_segments_are_removed_once_none_was_reused_for_a_while() {
     }
     let removed = journal.stats().segments_removed;
     assert!(removed >= 2, "{:?}", journal.stats());
-    assert_eq!(segments(journal.disk_mut()).len() as u64, before as u64 - removed);
+    assert_eq!(
+        segments(journal.disk_mut()).len() as u64,
+        before as u64 - removed
+    );
     assert_eq!(journal.stats().segments_recycled, 0);
     verify_all(&mut journal, &model);
 }

@@ -231,6 +231,28 @@ impl Disk for UringDisk {
         self.directory_file.sync_all()
     }
 
+    fn file_publish_unsynced(&mut self, id: FileId) -> io::Result<()> {
+        let from = self.directory.join(temporary_file_name(id));
+        std::fs::rename(from, self.directory.join(file_name(id)))
+    }
+
+    fn file_remove_unsynced(&mut self, id: FileId) -> io::Result<()> {
+        self.files.remove(&id);
+        std::fs::remove_file(self.directory.join(file_name(id)))
+    }
+
+    fn submit_sync_directory(&mut self, token: DiskToken) -> Result<(), SubmitError> {
+        let fd = types::Fd(self.directory_file.as_raw_fd());
+        // A full fsync: a directory's entries are what must become durable.
+        let fsync = opcode::Fsync::new(fd).build();
+        let fsync = fsync.user_data(user_data(OWNER_DISK, None, Self::tag(token, TAG_SYNC)));
+        // SAFETY: fsync references no memory; the directory's descriptor lives as long as
+        // this disk, which outlives every operation it submitted.
+        unsafe { self.ring.borrow_mut().push(&[fsync]) }?;
+        self.in_flight += 1;
+        Ok(())
+    }
+
     fn file_replace(&mut self, from: FileId, to: FileId) -> io::Result<()> {
         let source = self.directory.join(temporary_file_name(from));
         let target = self.directory.join(file_name(to));
@@ -251,7 +273,6 @@ impl Disk for UringDisk {
             self.directory.join(file_name(from)),
             self.directory.join(&name),
         )?;
-        self.directory_file.sync_all()?;
         let file = File::from(self.open_file(&name, false)?);
         let size = file.metadata()?.len();
         self.files.insert(to, OwnedFd::from(file));
