@@ -119,6 +119,12 @@ pub struct ServeArgs {
     /// (printed at startup). Default: 0.0.0.0:3181.
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<SocketAddr>,
+    /// Address of the HTTP endpoint: /metrics (Prometheus) and the Java bookie's /heartbeat
+    /// and /api/v1/bookie/{state,is_ready,info} (docs/metrics.md), served by a control
+    /// thread, never a shard. `off` serves none. Port 0 picks a free port (printed at
+    /// startup). Default: 0.0.0.0:8000 (a Pulsar bookie's httpServerPort).
+    #[arg(long, value_name = "ADDR|off")]
+    pub http_listen: Option<String>,
     /// Number of shards (threads, each with its own journal). Default: one per core in --cores,
     /// or one per available core.
     #[arg(long, value_name = "N")]
@@ -288,6 +294,8 @@ pub struct Config {
     pub data_dirs: Vec<PathBuf>,
     /// Address every shard binds.
     pub listen: SocketAddr,
+    /// Address of the HTTP endpoint (`None`: off).
+    pub http_listen: Option<SocketAddr>,
     /// The core each shard is pinned to; its length is the shard count.
     pub shard_cores: Vec<usize>,
     /// The engine's settings, the same for every shard.
@@ -382,6 +390,8 @@ pub enum ConfigError {
     ZkRoot { root: String },
     /// The --advertised-address cannot be a bookie id.
     AdvertisedAddress { address: SocketAddr },
+    /// The --http-listen value is neither an address nor `off`.
+    HttpListen { value: String },
 }
 
 impl std::fmt::Display for ConfigError {
@@ -442,6 +452,10 @@ impl std::fmt::Display for ConfigError {
                 "invalid --zk {servers:?}: expected HOST:PORT[,HOST:PORT...] with ports 1-65535 \
                  and no chroot (use --zk-root)"
             ),
+            ConfigError::HttpListen { value } => write!(
+                f,
+                "invalid --http-listen {value:?}: expected IP:PORT (such as 0.0.0.0:8000) or off"
+            ),
             ConfigError::ZkRoot { root } => write!(
                 f,
                 "invalid --zk-root {root:?}: expected an absolute ZooKeeper path such as /ledgers"
@@ -477,6 +491,7 @@ impl ServeArgs {
         ServeArgs {
             data_dir: self.data_dir.or(file.data_dir),
             listen: self.listen.or(file.listen),
+            http_listen: self.http_listen.or(file.http_listen),
             shards: self.shards.or(file.shards),
             cores: self.cores.or(file.cores),
             config: self.config,
@@ -526,6 +541,7 @@ impl ServeArgs {
             IpAddr::V4(Ipv4Addr::UNSPECIFIED),
             limits::LISTEN_PORT_DEFAULT,
         ));
+        let http_listen = http_listen_parse(self.http_listen.as_deref())?;
         let cores = self.cores.as_deref().map(cores_parse).transpose()?;
         let shard_cores = shard_cores(self.shards, cores, cores_available)?;
         let journal = engine::Config {
@@ -572,6 +588,7 @@ impl ServeArgs {
         let config = Config {
             data_dirs,
             listen,
+            http_listen,
             shard_cores,
             journal,
             direct_io: self.direct_io.unwrap_or(true),
@@ -1053,4 +1070,18 @@ pub fn shard_cores(
                 .collect())
         }
     }
+}
+
+/// `--http-listen`: an address, or `off` (`None`); absent, `HTTP_LISTEN_DEFAULT`.
+pub fn http_listen_parse(value: Option<&str>) -> Result<Option<SocketAddr>, ConfigError> {
+    let value = value.map_or(limits::HTTP_LISTEN_DEFAULT, str::trim);
+    if value == "off" {
+        return Ok(None);
+    }
+    value
+        .parse()
+        .map(Some)
+        .map_err(|_| ConfigError::HttpListen {
+            value: value.to_string(),
+        })
 }

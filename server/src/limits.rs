@@ -7,6 +7,18 @@ use wire::FRAME_SIZE_MAX_DEFAULT;
 /// BookKeeper's `bookiePort`.
 pub const LISTEN_PORT_DEFAULT: u16 = 3181;
 
+/// `--http-listen` by default: every address, port 8000, a Pulsar bookie's `httpServerPort`
+/// and `prometheusStatsHttpPort`, so its scrape configs and probes find ringlog there.
+pub const HTTP_LISTEN_DEFAULT: &str = "0.0.0.0:8000";
+/// Largest HTTP request head (request line and headers) the endpoint reads; a longer one gets
+/// 400. A scrape's or probe's head is a few hundred bytes; the buffer lives on the HTTP
+/// thread's stack.
+pub const HTTP_REQUEST_BYTES_MAX: usize = 8192;
+/// Longest an HTTP client may take to send its request head, and each write of the answer
+/// may block: connections are served one at a time, so a slow client delays the next scrape
+/// by at most this.
+pub const HTTP_REQUEST_MS_MAX: u64 = 2000;
+
 /// Most shards per process: shard ids travel as `u16` in the ownership map, and 64 is far more
 /// cores than one journal disk can use.
 pub const SHARDS_MAX: usize = 64;

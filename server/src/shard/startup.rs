@@ -6,6 +6,7 @@ use super::{
 };
 use crate::config::Config;
 use crate::limits;
+use crate::metrics::Metrics;
 use crate::poll_pause::PollPause;
 use crate::request::client::Client;
 use crate::request::Bookie;
@@ -106,6 +107,7 @@ impl Shard {
             shutdown,
             status: _,
             start,
+            metrics,
         } = setup;
         let ring = match Ring::new(engine::uring::RING_ENTRIES_DEFAULT) {
             Ok(ring) => Rc::new(RefCell::new(ring)),
@@ -151,7 +153,7 @@ impl Shard {
             progress: false,
         };
         Ok(Shard::assemble(
-            id, core, config, ring, bookie, mailbox, start, shutdown,
+            id, core, config, ring, bookie, mailbox, start, shutdown, metrics,
         ))
     }
 
@@ -166,6 +168,7 @@ impl Shard {
         mailbox: Receiver<Mail>,
         start: Receiver<Start>,
         shutdown: &'static AtomicBool,
+        metrics: Arc<Metrics>,
     ) -> Shard {
         let connections_max = config.connections_max;
         let mut net = NetBuffers::new(2 * connections_max + 1);
@@ -218,6 +221,8 @@ impl Shard {
             tick_last: Instant::now(),
             stall_reported: None,
             parked_check: false,
+            metrics,
+            durable_reaped_at: None,
             config,
         }
     }

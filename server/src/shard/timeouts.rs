@@ -29,6 +29,8 @@ impl Shard {
         self.stall_check(now);
         // Long-poll deadlines are checked at this granularity.
         self.parked_check = true;
+        // The HTTP thread sees numbers at most one tick old; the add path publishes nothing.
+        self.metrics_publish();
         let timeout = self.config.idle_timeout;
         for &index in &self.connections.active {
             let connection = self.connections.slots[index as usize]
