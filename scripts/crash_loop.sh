@@ -25,7 +25,7 @@ cleanup() {
 trap cleanup EXIT
 
 server_start() {
-  "$release/ringlog" serve --data-dir "$data" --listen "127.0.0.1:$port" --shards "$shards" \
+  "$release/ringlog" serve --data-dir "$data" --listen "127.0.0.1:$port" --http-listen 127.0.0.1:0 --shards "$shards" \
     >>"$run/server.log" 2>&1 &
   server_pid=$!
   local start_lines=$1

@@ -18,6 +18,12 @@ pub const HTTP_REQUEST_BYTES_MAX: usize = 8192;
 /// may block: connections are served one at a time, so a slow client delays the next scrape
 /// by at most this.
 pub const HTTP_REQUEST_MS_MAX: u64 = 2000;
+/// After a refused request, how many more of its bytes, and for how long, the endpoint reads
+/// and drops before closing, so the close does not reset the connection under the answer.
+pub const HTTP_LINGER_BYTES_MAX: usize = 64 * 1024;
+pub const HTTP_LINGER_MS: u64 = 200;
+/// Pause of the HTTP thread after a failed accept (EMFILE repeats at once otherwise).
+pub const HTTP_ACCEPT_RETRY_MS: u64 = 100;
 
 /// Most shards per process: shard ids travel as `u16` in the ownership map, and 64 is far more
 /// cores than one journal disk can use.

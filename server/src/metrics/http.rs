@@ -10,10 +10,13 @@
 
 use super::exposition::{self, QuantileWindow, ServerFlags};
 use super::{Metrics, ServerState, ShardValues};
-use crate::limits::{HTTP_REQUEST_BYTES_MAX, HTTP_REQUEST_MS_MAX};
+use crate::limits::{
+    HTTP_ACCEPT_RETRY_MS, HTTP_LINGER_BYTES_MAX, HTTP_LINGER_MS, HTTP_REQUEST_BYTES_MAX,
+    HTTP_REQUEST_MS_MAX,
+};
 use crate::router::Router;
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -217,10 +220,11 @@ pub fn start(
         .name("ringlog-http".to_string())
         .spawn(move || {
             for stream in listener.incoming() {
-                // An accept error (a connection reset before accept, EMFILE) ends only that
-                // connection; the next accept may well succeed.
-                if let Ok(stream) = stream {
-                    endpoint.serve(stream);
+                match stream {
+                    Ok(stream) => endpoint.serve(stream),
+                    // An accept error (a connection reset before accept, EMFILE) ends only
+                    // that connection, but EMFILE would repeat at once: pause first.
+                    Err(_) => std::thread::sleep(Duration::from_millis(HTTP_ACCEPT_RETRY_MS)),
                 }
             }
         })?;
@@ -250,6 +254,7 @@ impl Endpoint {
                 Ok(read) => filled += read,
             }
         };
+        let refused = parsed.is_err();
         let (response, head_only) = match parsed {
             Ok(request) => (self.answer(request.route), request.head),
             Err(refusal) => (Response::refusal(refusal), false),
@@ -266,6 +271,9 @@ impl Endpoint {
         let _ = stream.write_all(header.as_bytes());
         if !head_only {
             let _ = stream.write_all(response.body.as_bytes());
+        }
+        if refused {
+            linger(&mut stream, &mut head);
         }
     }
 
@@ -343,5 +351,25 @@ impl Endpoint {
             }
         }
         format!("{{\"freeSpace\":{free},\"totalSpace\":{total}}}")
+    }
+}
+
+/// After refusing a request whose bytes may not all have been read: closing a socket with
+/// unread input sends a reset, which can destroy the answer before the client reads it. So
+/// the write side is shut first and what the client still sends is read and dropped, bounded
+/// in bytes and time.
+fn linger(stream: &mut TcpStream, scratch: &mut [u8]) {
+    let _ = stream.shutdown(Shutdown::Write);
+    let deadline = Instant::now() + Duration::from_millis(HTTP_LINGER_MS);
+    let mut drained = 0;
+    while drained < HTTP_LINGER_BYTES_MAX {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || stream.set_read_timeout(Some(left)).is_err() {
+            return;
+        }
+        match stream.read(scratch) {
+            Ok(0) | Err(_) => return,
+            Ok(read) => drained += read,
+        }
     }
 }
