@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# `make metrics-overhead` (issue 17): what scraping /metrics costs the seed workload. One
+# bookie on a temporary data dir; the seed workload (scripts/bench.sh: 1 KiB, 50 ledgers,
+# throttle 20000, sync) runs PAIRS times without scraping and PAIRS times while a scraper
+# GETs /metrics every 100 ms, alternating (A B, B A, A B, ...) so drift of the shared VM hits
+# both sides alike. Prints ops/s per run, the means and the ratio scraped / unscraped.
+# Usage: scripts/metrics_overhead.sh RELEASE_DIR BENCH_DIR PAIRS SECONDS
+# Env: METRICS_PORT (3410), METRICS_HTTP_PORT (8410).
+set -euo pipefail
+release=${1:?release dir} dir=${2:?bench dir} pairs=${3:-3} seconds=${4:-10}
+port=${METRICS_PORT:-3410} http_port=${METRICS_HTTP_PORT:-8410}
+mkdir -p "$dir"
+run=$(mktemp -d "$dir/metrics.XXXXXX")
+server_pid=''
+scraper_pid=''
+cleanup() {
+  if [[ -n $scraper_pid ]]; then kill "$scraper_pid" 2>/dev/null || true; fi
+  if [[ -n $server_pid ]] && kill -0 "$server_pid" 2>/dev/null; then
+    kill -TERM "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+  fi
+  rm -rf "$run"
+}
+trap cleanup EXIT
+
+"$release/ringlog" serve --data-dir "$run/data" --listen "127.0.0.1:$port" \
+  --http-listen "127.0.0.1:$http_port" >"$run/server.log" 2>&1 &
+server_pid=$!
+for _ in $(seq 1 600); do
+  grep -q "listening on" "$run/server.log" && break
+  kill -0 "$server_pid" 2>/dev/null || { cat "$run/server.log"; echo "server exited" >&2; exit 1; }
+  sleep 0.1
+done
+grep "listening on\|http on" "$run/server.log"
+
+# One process scraping in a loop (a fork per scrape would cost the 2-core VM more than
+# Prometheus, which runs elsewhere, ever would); counts its scrapes on exit.
+scraper() {
+  python3 - "http://127.0.0.1:$http_port/metrics" "$1" <<'PY'
+import signal, sys, time, urllib.request
+url, count_file = sys.argv[1], sys.argv[2]
+scrapes = 0
+def stop(*_):
+    open(count_file, "w").write(str(scrapes))
+    sys.exit(0)
+signal.signal(signal.SIGTERM, stop)
+while True:
+    started = time.monotonic()
+    with urllib.request.urlopen(url, timeout=5) as response:
+        response.read()
+    scrapes += 1
+    time.sleep(max(0.0, 0.1 - (time.monotonic() - started)))
+PY
+}
+
+seed() {
+  "$release/ringlog-bench" writes --target "127.0.0.1:$port" --entry-size 1024 --ledgers 50 \
+    --throttle 20000 --seconds "$seconds" --json "$1" >"$1.log" 2>&1
+}
+
+ops() { python3 -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["ops_per_sec"]))' "$1"; }
+
+plain=() scraped=()
+for pair in $(seq 1 "$pairs"); do
+  order=(plain scraped)
+  ((pair % 2 == 0)) && order=(scraped plain)
+  for arm in "${order[@]}"; do
+    json="$run/$arm-$pair.json"
+    if [[ $arm == scraped ]]; then
+      scraper "$run/scrapes-$pair" &
+      scraper_pid=$!
+      seed "$json"
+      kill -TERM "$scraper_pid"
+      wait "$scraper_pid" || true
+      scraper_pid=
+      value=$(ops "$json")
+      scraped+=("$value")
+      echo "pair $pair: scraped every 100 ms: $value ops/s ($(cat "$run/scrapes-$pair") scrapes)"
+    else
+      seed "$json"
+      value=$(ops "$json")
+      plain+=("$value")
+      echo "pair $pair: no scraping:          $value ops/s"
+    fi
+  done
+done
+python3 - "${plain[*]}" "${scraped[*]}" <<'PY'
+import statistics, sys
+plain = [float(v) for v in sys.argv[1].split()]
+scraped = [float(v) for v in sys.argv[2].split()]
+a, b = statistics.mean(plain), statistics.mean(scraped)
+print(f"no scraping: mean {a:.0f} ops/s; scraped: mean {b:.0f} ops/s; ratio {b / a:.4f}")
+PY
