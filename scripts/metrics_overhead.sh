@@ -35,8 +35,9 @@ grep "listening on\|http on" "$run/server.log"
 
 # One process scraping in a loop (a fork per scrape would cost the 2-core VM more than
 # Prometheus, which runs elsewhere, ever would); counts its scrapes on exit.
+# `exec`: started with `&`, the subshell becomes python, so `$!` is the scraper to stop.
 scraper() {
-  python3 - "http://127.0.0.1:$http_port/metrics" "$1" <<'PY'
+  exec python3 - "http://127.0.0.1:$http_port/metrics" "$1" <<'PY'
 import signal, sys, time, urllib.request
 url, count_file = sys.argv[1], sys.argv[2]
 scrapes = 0
@@ -58,9 +59,23 @@ seed() {
     --throttle 20000 --seconds "$seconds" --json "$1" >"$1.log" 2>&1
 }
 
+# CPU time (user+system, clock ticks) of the server's ringlog-http thread: what scrapes cost
+# the server, free of the run-to-run noise of a shared VM.
+http_ticks() {
+  local task
+  for task in /proc/"$server_pid"/task/*; do
+    if [[ $(cat "$task/comm") == ringlog-http ]]; then
+      awk '{print $14 + $15}' "$task/stat"
+      return
+    fi
+  done
+  echo 0
+}
+
 ops() { python3 -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["ops_per_sec"]))' "$1"; }
 
-plain=() scraped=()
+plain=() scraped=() scrapes=0
+ticks_start=$(http_ticks)
 for pair in $(seq 1 "$pairs"); do
   order=(plain scraped)
   ((pair % 2 == 0)) && order=(scraped plain)
@@ -75,6 +90,7 @@ for pair in $(seq 1 "$pairs"); do
       scraper_pid=
       value=$(ops "$json")
       scraped+=("$value")
+      scrapes=$((scrapes + $(cat "$run/scrapes-$pair")))
       echo "pair $pair: scraped every 100 ms: $value ops/s ($(cat "$run/scrapes-$pair") scrapes)"
     else
       seed "$json"
@@ -84,10 +100,18 @@ for pair in $(seq 1 "$pairs"); do
     fi
   done
 done
-python3 - "${plain[*]}" "${scraped[*]}" <<'PY'
+ticks=$(($(http_ticks) - ticks_start))
+python3 - "${plain[*]}" "${scraped[*]}" "$scrapes" "$ticks" "$(getconf CLK_TCK)" <<'PY'
 import statistics, sys
 plain = [float(v) for v in sys.argv[1].split()]
 scraped = [float(v) for v in sys.argv[2].split()]
+scrapes, ticks, hz = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 a, b = statistics.mean(plain), statistics.mean(scraped)
-print(f"no scraping: mean {a:.0f} ops/s; scraped: mean {b:.0f} ops/s; ratio {b / a:.4f}")
+ratios = [s / p for p, s in zip(plain, scraped)]
+print(f"no scraping: mean {a:.0f} ops/s; scraped: mean {b:.0f} ops/s; ratio of means {b / a:.4f}")
+print("per-pair ratios " + " ".join(f"{r:.3f}" for r in ratios)
+      + f"; median {statistics.median(ratios):.4f}")
+per_scrape_ms = ticks * 1000 / hz / max(scrapes, 1)
+print(f"ringlog-http thread: {ticks / hz:.2f} s CPU for {scrapes} scrapes, "
+      f"{per_scrape_ms:.2f} ms per scrape, {per_scrape_ms / 10:.3f}% of one core at 10 scrapes/s")
 PY

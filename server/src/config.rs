@@ -125,6 +125,11 @@ pub struct ServeArgs {
     /// startup). Default: 0.0.0.0:8000 (a Pulsar bookie's httpServerPort).
     #[arg(long, value_name = "ADDR|off")]
     pub http_listen: Option<String>,
+    /// Which log events reach stderr, one line each: a level (error, warn, info, debug,
+    /// trace, off), or RUST_LOG-style `target=level` pairs such as `info,server::shard=debug`.
+    /// Default: the RUST_LOG environment variable, else info.
+    #[arg(long, value_name = "FILTER")]
+    pub log: Option<String>,
     /// Number of shards (threads, each with its own journal). Default: one per core in --cores,
     /// or one per available core.
     #[arg(long, value_name = "N")]
@@ -296,6 +301,8 @@ pub struct Config {
     pub listen: SocketAddr,
     /// Address of the HTTP endpoint (`None`: off).
     pub http_listen: Option<SocketAddr>,
+    /// Which log events are written (`--log`, else RUST_LOG, else info).
+    pub log: tracing_subscriber::filter::Targets,
     /// The core each shard is pinned to; its length is the shard count.
     pub shard_cores: Vec<usize>,
     /// The engine's settings, the same for every shard.
@@ -392,6 +399,8 @@ pub enum ConfigError {
     AdvertisedAddress { address: SocketAddr },
     /// The --http-listen value is neither an address nor `off`.
     HttpListen { value: String },
+    /// The --log (or RUST_LOG) value is not a level or a list of `target=level`.
+    Log { value: String },
 }
 
 impl std::fmt::Display for ConfigError {
@@ -452,6 +461,11 @@ impl std::fmt::Display for ConfigError {
                 "invalid --zk {servers:?}: expected HOST:PORT[,HOST:PORT...] with ports 1-65535 \
                  and no chroot (use --zk-root)"
             ),
+            ConfigError::Log { value } => write!(
+                f,
+                "invalid --log (or RUST_LOG) {value:?}: expected a level (error, warn, info, \
+                 debug, trace, off) or target=level pairs such as info,server::shard=debug"
+            ),
             ConfigError::HttpListen { value } => write!(
                 f,
                 "invalid --http-listen {value:?}: expected IP:PORT (such as 0.0.0.0:8000) or off"
@@ -492,6 +506,7 @@ impl ServeArgs {
             data_dir: self.data_dir.or(file.data_dir),
             listen: self.listen.or(file.listen),
             http_listen: self.http_listen.or(file.http_listen),
+            log: self.log.or(file.log),
             shards: self.shards.or(file.shards),
             cores: self.cores.or(file.cores),
             config: self.config,
@@ -542,6 +557,7 @@ impl ServeArgs {
             limits::LISTEN_PORT_DEFAULT,
         ));
         let http_listen = http_listen_parse(self.http_listen.as_deref())?;
+        let log = log_parse(self.log.clone().or_else(|| std::env::var("RUST_LOG").ok()))?;
         let cores = self.cores.as_deref().map(cores_parse).transpose()?;
         let shard_cores = shard_cores(self.shards, cores, cores_available)?;
         let journal = engine::Config {
@@ -589,6 +605,7 @@ impl ServeArgs {
             data_dirs,
             listen,
             http_listen,
+            log,
             shard_cores,
             journal,
             direct_io: self.direct_io.unwrap_or(true),
@@ -1084,4 +1101,12 @@ pub fn http_listen_parse(value: Option<&str>) -> Result<Option<SocketAddr>, Conf
         .map_err(|_| ConfigError::HttpListen {
             value: value.to_string(),
         })
+}
+
+/// `--log`: a `Targets` filter (`info`, `warn,server::shard=debug`); absent, `info`.
+pub fn log_parse(
+    value: Option<String>,
+) -> Result<tracing_subscriber::filter::Targets, ConfigError> {
+    let value = value.unwrap_or_else(|| limits::LOG_FILTER_DEFAULT.to_string());
+    value.trim().parse().map_err(|_| ConfigError::Log { value })
 }

@@ -13,6 +13,7 @@ pub mod config;
 mod connection;
 pub mod data_dirs;
 pub mod limits;
+pub mod log;
 pub mod metrics;
 mod poll_pause;
 pub mod registration;
@@ -105,12 +106,12 @@ fn open_files_check(config: &Config) {
     let needed = shards * (connections + DESCRIPTORS_PER_SHARD_BESIDES_CONNECTIONS);
     match engine::uring::Process::open_files_limit_raise() {
         Ok(limit) if limit >= needed => {}
-        Ok(limit) => eprintln!(
-            "ringlog: warning: the open-files limit is {limit}, below the {needed} that \
+        Ok(limit) => tracing::warn!(
+            "the open-files limit is {limit}, below the {needed} that \
              {shards} shards x --connections-max {connections} need; raise it (ulimit -n, \
              LimitNOFILE=) or lower --connections-max"
         ),
-        Err(error) => eprintln!("ringlog: warning: cannot read the open-files limit: {error}"),
+        Err(error) => tracing::warn!("cannot read the open-files limit: {error}"),
     }
 }
 
@@ -179,11 +180,13 @@ pub fn run(config: Config) -> Result<Outcome, RunError> {
     for report in &reports {
         println!("{}", summary_line(report));
     }
-    Ok(if router.is_poisoned() {
+    let outcome = if router.is_poisoned() {
         Outcome::Poisoned
     } else {
         Outcome::Stopped
-    })
+    };
+    tracing::info!(?outcome, "stopped");
+    Ok(outcome)
 }
 
 /// With --http-listen (not off), binds it and starts the HTTP thread; prints its address.
@@ -213,8 +216,8 @@ fn data_dirs_unused_warn(config: &Config) {
         return;
     };
     for directory in unused {
-        eprintln!(
-            "ringlog: warning: data directory {} holds no journal: --data-dir lists {} \
+        tracing::warn!(
+            "data directory {} holds no journal: --data-dir lists {} \
              directories for {} shards",
             directory.display(),
             config.data_dirs.len(),
@@ -285,6 +288,7 @@ fn serve_start(
             "ringlog registered as {} in ZooKeeper at {}",
             registered.id, registered.path
         );
+        tracing::info!(id = %registered.id, path = %registered.path, "registered in ZooKeeper");
     }
     Ok(())
 }
@@ -323,6 +327,12 @@ fn startup(
         }
     }
     println!("ringlog listening on {address} with {shards} shards");
+    tracing::info!(
+        %address,
+        shards,
+        http = %config.http_listen.map_or("off".to_string(), |http| http.to_string()),
+        "serving"
+    );
     Ok(address)
 }
 

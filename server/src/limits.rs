@@ -25,6 +25,14 @@ pub const HTTP_LINGER_MS: u64 = 200;
 /// Pause of the HTTP thread after a failed accept (EMFILE repeats at once otherwise).
 pub const HTTP_ACCEPT_RETRY_MS: u64 = 100;
 
+/// `--log` by default (without RUST_LOG): warnings, errors and the state changes an operator
+/// acts on; nothing per request at any level.
+pub const LOG_FILTER_DEFAULT: &str = "info";
+/// Shortest time between two log lines about connection errors of one shard (failed
+/// accepts, connections refused at the cap, protocol violations): a flood of them is one
+/// line with counts per interval.
+pub const CONNECTION_ERRORS_LOG_MS: u64 = 10_000;
+
 /// Most shards per process: shard ids travel as `u16` in the ownership map, and 64 is far more
 /// cores than one journal disk can use.
 pub const SHARDS_MAX: usize = 64;

@@ -287,6 +287,8 @@ struct Shard {
     metrics: Arc<Metrics>,
     /// When this turn reaped durable or written adds: the start of their last stage.
     durable_reaped_at: Option<Instant>,
+    /// The connection-error counts last logged, and when (rate-limited log lines).
+    connection_errors_logged: (Instant, [u64; 3]),
 }
 
 /// The connection slots: a slot's index is the client index in tokens, and its generation
@@ -454,10 +456,7 @@ impl Shard {
                     self.polling.poll_pause.contended(Instant::now());
                 }
                 Err(error) => {
-                    eprintln!(
-                        "ringlog: shard {}: io_uring poll failed: {error}; stopping",
-                        self.id
-                    );
+                    tracing::error!(shard = self.id, "io_uring poll failed: {error}; stopping");
                     self.bookie.router.poison();
                     return;
                 }
@@ -467,20 +466,14 @@ impl Shard {
         let result = self.ring.borrow_mut().submit_and_wait_timeout(wait);
         if let Err(error) = result {
             // The ring is this shard's only way to the disk and the network.
-            eprintln!(
-                "ringlog: shard {}: io_uring wait failed: {error}; stopping",
-                self.id
-            );
+            tracing::error!(shard = self.id, "io_uring wait failed: {error}; stopping");
             self.bookie.router.poison();
         }
     }
 
     fn ring_submit(&mut self) {
         if let Err(error) = self.ring.borrow_mut().submit() {
-            eprintln!(
-                "ringlog: shard {}: io_uring submit failed: {error}",
-                self.id
-            );
+            tracing::error!(shard = self.id, "io_uring submit failed: {error}");
         }
     }
 
@@ -490,10 +483,10 @@ impl Shard {
         self.bookie.router.read_only_set(self.id, read_only);
         if self.bookie.journal.is_poisoned() && !self.lifecycle.poison_reported {
             self.lifecycle.poison_reported = true;
-            eprintln!(
-                "ringlog: shard {}: journal poisoned (a write or fdatasync failed): pending adds \
-                 get EIO, nothing more is acknowledged; exiting with status 2",
-                self.id
+            tracing::error!(
+                shard = self.id,
+                "journal poisoned (a write or fdatasync failed): pending adds get EIO, nothing \
+                 more is acknowledged; exiting with status 2"
             );
             self.bookie.router.poison();
         }

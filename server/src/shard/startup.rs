@@ -27,18 +27,18 @@ use std::time::Instant;
 pub fn shard_main(setup: ShardSetup) -> Option<ShardReport> {
     let _exit_on_panic = ExitOnPanic(setup.id);
     if !core_affinity::set_for_current(core_affinity::CoreId { id: setup.core }) {
-        eprintln!(
-            "ringlog: shard {}: cannot pin to core {}; running unpinned",
-            setup.id, setup.core
+        tracing::warn!(
+            shard = setup.id,
+            core = setup.core,
+            "cannot pin to the core; running unpinned"
         );
     }
     if let Some(slice) = setup.config.shard_slice {
         let slice_ns = u64::try_from(slice.as_nanos()).unwrap_or(u64::MAX);
         if let Err(error) = engine::uring::thread_slice_set(slice_ns) {
-            eprintln!(
-                "ringlog: shard {}: cannot ask for a {} µs scheduler slice ({error}); keeping \
-                 the kernel's default",
-                setup.id,
+            tracing::warn!(
+                shard = setup.id,
+                "cannot ask for a {} µs scheduler slice ({error}); keeping the kernel's default",
                 slice.as_micros()
             );
         }
@@ -128,10 +128,10 @@ impl Shard {
         for ledger in journal.index().ledgers() {
             let owner = router.register(ledger.0, id);
             if owner != id {
-                eprintln!(
-                    "ringlog: shard {id}: ledger {} is also in shard {owner}'s journal; \
-                     shard {owner} serves it",
-                    ledger.0
+                tracing::warn!(
+                    shard = id,
+                    ledger = ledger.0,
+                    "the ledger is also in shard {owner}'s journal; shard {owner} serves it"
                 );
             }
             owners.insert(ledger.0, owner);
@@ -223,6 +223,7 @@ impl Shard {
             parked_check: false,
             metrics,
             durable_reaped_at: None,
+            connection_errors_logged: (Instant::now(), [0; 3]),
             config,
         }
     }
@@ -281,16 +282,17 @@ fn open_report_print(
         report.bytes_scanned >> 20,
     );
     if let Some(reason) = &report.checkpoint_ignored {
-        eprintln!(
-            "ringlog: shard {id}: checkpoint ignored ({reason}); every segment was scanned \
-             instead, and a new checkpoint follows the next sealed segment"
+        tracing::warn!(
+            shard = id,
+            "checkpoint ignored ({reason}); every segment was scanned instead, and a new \
+             checkpoint follows the next sealed segment"
         );
     }
     for (segment, reason) in &report.indexes_rebuilt {
-        eprintln!(
-            "ringlog: shard {id}: index of segment {} rebuilt from the segment and written \
-             back ({reason})",
-            segment.0
+        tracing::warn!(
+            shard = id,
+            segment = segment.0,
+            "index rebuilt from the segment and written back ({reason})"
         );
     }
 }
