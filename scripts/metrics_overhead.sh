@@ -3,7 +3,9 @@
 # bookie on a temporary data dir; the seed workload (scripts/bench.sh: 1 KiB, 50 ledgers,
 # throttle 20000, sync) runs PAIRS times without scraping and PAIRS times while a scraper
 # GETs /metrics every 100 ms, alternating (A B, B A, A B, ...) so drift of the shared VM hits
-# both sides alike. Prints ops/s per run, the means and the ratio scraped / unscraped.
+# both sides alike. Each run gets a fresh server and data dir: at the seed's 5 GB per run, a
+# journal kept across runs (nothing deletes its ledgers) would fill the disk. Prints ops/s
+# per run, the means, the ratios scraped / unscraped, and the HTTP thread's CPU per scrape.
 # Usage: scripts/metrics_overhead.sh RELEASE_DIR BENCH_DIR PAIRS SECONDS
 # Env: METRICS_PORT (3410), METRICS_HTTP_PORT (8410).
 set -euo pipefail
@@ -23,15 +25,25 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$release/ringlog" serve --data-dir "$run/data" --listen "127.0.0.1:$port" \
-  --http-listen "127.0.0.1:$http_port" >"$run/server.log" 2>&1 &
-server_pid=$!
-for _ in $(seq 1 600); do
-  grep -q "listening on" "$run/server.log" && break
-  kill -0 "$server_pid" 2>/dev/null || { cat "$run/server.log"; echo "server exited" >&2; exit 1; }
-  sleep 0.1
-done
-grep "listening on\|http on" "$run/server.log"
+server_start() {
+  rm -rf "$run/data"
+  "$release/ringlog" serve --data-dir "$run/data" --listen "127.0.0.1:$port" \
+    --http-listen "127.0.0.1:$http_port" >"$run/server.log" 2>&1 &
+  server_pid=$!
+  for _ in $(seq 1 600); do
+    grep -q "listening on" "$run/server.log" && return 0
+    kill -0 "$server_pid" 2>/dev/null || { cat "$run/server.log"; echo "server exited" >&2; exit 1; }
+    sleep 0.1
+  done
+  echo "server did not start" >&2
+  exit 1
+}
+
+server_stop() {
+  kill -TERM "$server_pid"
+  wait "$server_pid" || { cat "$run/server.log"; echo "server exited with status $?" >&2; exit 1; }
+  server_pid=''
+}
 
 # One process scraping in a loop (a fork per scrape would cost the 2-core VM more than
 # Prometheus, which runs elsewhere, ever would); counts its scrapes on exit.
@@ -72,15 +84,20 @@ http_ticks() {
   echo 0
 }
 
-ops() { python3 -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["ops_per_sec"]))' "$1"; }
+ops() {
+  local value
+  value=$(python3 -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["ops_per_sec"]))' "$1")
+  ((value > 0)) || { cat "$1.log" "$run/server.log" >&2; echo "no adds in $1" >&2; exit 1; }
+  echo "$value"
+}
 
-plain=() scraped=() scrapes=0
-ticks_start=$(http_ticks)
+plain=() scraped=() scrapes=0 ticks=0
 for pair in $(seq 1 "$pairs"); do
   order=(plain scraped)
   ((pair % 2 == 0)) && order=(scraped plain)
   for arm in "${order[@]}"; do
     json="$run/$arm-$pair.json"
+    server_start
     if [[ $arm == scraped ]]; then
       scraper "$run/scrapes-$pair" &
       scraper_pid=$!
@@ -91,6 +108,7 @@ for pair in $(seq 1 "$pairs"); do
       value=$(ops "$json")
       scraped+=("$value")
       scrapes=$((scrapes + $(cat "$run/scrapes-$pair")))
+      ticks=$((ticks + $(http_ticks)))
       echo "pair $pair: scraped every 100 ms: $value ops/s ($(cat "$run/scrapes-$pair") scrapes)"
     else
       seed "$json"
@@ -98,9 +116,9 @@ for pair in $(seq 1 "$pairs"); do
       plain+=("$value")
       echo "pair $pair: no scraping:          $value ops/s"
     fi
+    server_stop
   done
 done
-ticks=$(($(http_ticks) - ticks_start))
 python3 - "${plain[*]}" "${scraped[*]}" "$scrapes" "$ticks" "$(getconf CLK_TCK)" <<'PY'
 import statistics, sys
 plain = [float(v) for v in sys.argv[1].split()]
