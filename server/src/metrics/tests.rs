@@ -66,9 +66,16 @@ fn exposition_of_counters_errors_and_histograms() {
     assert!(text.contains("# TYPE ringlog_adds_total counter\nringlog_adds_total 7\n"));
     assert!(text.contains("\nbookie_WRITE_BYTES 7000\n"));
     assert!(text.contains("\nbookie_SERVER_STATUS 1\n"));
-    assert!(text.contains("ringlog_request_errors_total{operation=\"add\",code=\"EFENCED\"} 2\n"));
-    assert!(text.contains("ringlog_request_errors_total{operation=\"read\",code=\"ENOENTRY\"} 1\n"));
-    assert!(text.contains("ringlog_request_errors_total{operation=\"read\",code=\"OTHER\"} 5\n"));
+    let errors = "ringlog_request_errors_total";
+    assert!(text.contains(&format!(
+        "{errors}{{operation=\"add\",code=\"EFENCED\"}} 2\n"
+    )));
+    assert!(text.contains(&format!(
+        "{errors}{{operation=\"read\",code=\"ENOENTRY\"}} 1\n"
+    )));
+    assert!(text.contains(&format!(
+        "{errors}{{operation=\"read\",code=\"OTHER\"}} 5\n"
+    )));
     let stage = "ringlog_add_stage_seconds_bucket{stage=\"submitted_to_durable\",";
     let buckets = lines_of(&text, stage);
     assert_eq!(buckets.len(), 24, "8 µs to 33.5 s, and +Inf");
