@@ -4,6 +4,7 @@
 use crate::support::{
     body, http_get, http_raw, http_request, metric, uring_available, Server, TestDir, KEY,
 };
+use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 use wire::code;
 
@@ -106,6 +107,24 @@ fn bad_requests(http: std::net::SocketAddr) {
     let mut oversized = b"GET /metrics HTTP/1.1\r\nX-Filler: ".to_vec();
     oversized.resize(32 * 1024, b'a');
     assert_eq!(http_raw(http, &oversized).0, 400);
+    // A client that never finishes its head is cut off (HTTP_REQUEST_MS_MAX, 2 s) without an
+    // answer, and the request queued behind it is served then.
+    let mut slow = std::net::TcpStream::connect(http).unwrap();
+    slow.write_all(b"GET /metrics HTTP/1.1\r\n").unwrap();
+    let started = Instant::now();
+    assert_eq!(http_get(http, "/heartbeat").0, 200);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    slow.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut answer = Vec::new();
+    assert_eq!(
+        slow.read_to_end(&mut answer).unwrap(),
+        0,
+        "closed without an answer"
+    );
     // HEAD: the headers of the answer, no body.
     let (status, body) = http_request(http, "HEAD", "/heartbeat");
     assert_eq!((status, body.as_str()), (200, ""));
