@@ -33,6 +33,9 @@ impl Log2Histogram {
         };
         let index = index.min(HISTOGRAM_BUCKETS - 1);
         assert!(index < HISTOGRAM_BUCKETS);
+        // The bucket's bounds hold the value (the last bucket has no upper bound).
+        assert!(index == HISTOGRAM_BUCKETS - 1 || value <= 1 << index);
+        assert!(index == 0 || value > 1 << (index - 1));
         index
     }
 
@@ -47,7 +50,12 @@ impl Log2Histogram {
     /// Records `count` values equal to `value` (a batch of requests that waited alike).
     pub fn record_n(&mut self, value: u64, count: u64) {
         let index = Self::bucket_of(value);
+        let before = self.buckets[index];
         self.buckets[index] += count;
+        assert!(
+            self.buckets[index] >= before,
+            "a bucket never goes backwards"
+        );
         self.sum = self.sum.saturating_add(value.saturating_mul(count));
     }
 
@@ -79,6 +87,7 @@ impl Log2Histogram {
             *bucket = self.buckets[index].saturating_sub(earlier.buckets[index]);
         }
         window.sum = self.sum.saturating_sub(earlier.sum);
+        assert!(window.count() <= self.count());
         window
     }
 
@@ -100,7 +109,8 @@ impl Log2Histogram {
         for (index, bucket) in self.buckets.iter().enumerate() {
             seen += bucket;
             if seen >= rank {
-                return Some(1 << index.min(HISTOGRAM_BUCKETS - 1));
+                assert!(*bucket > 0, "the quantile's bucket holds a value");
+                return Some(1 << index);
             }
         }
         unreachable!("rank <= count, and the buckets sum to count")
