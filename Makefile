@@ -19,8 +19,10 @@ RETENTION_ENTRIES ?= 200000000
 RETENTION_SERVER_ARGS ?=
 DISK_FULL_MIB ?= 1024
 CHURN_SECONDS ?= 600
+METRICS_PAIRS ?= 3
+METRICS_SECONDS ?= 10
 
-.PHONY: help deps shellcheck-deps zk-deps fuzz-smoke build check test sim crash crash-deletes bench bench-disk bench-journal neighbour retention churn interop disk-full compare ci clean
+.PHONY: help deps shellcheck-deps zk-deps fuzz-smoke build check test sim crash crash-deletes bench bench-disk bench-journal neighbour retention churn interop disk-full compare metrics-check metrics-overhead ci clean
 COMPARE_PAIRS ?= 3
 COMPARE_SECONDS ?= 20
 RESULTS_DIR ?= $(CURDIR)/results
@@ -56,6 +58,7 @@ check: deps shellcheck-deps
 ## Everything CI runs: lints, all tests (io_uring required), sim seeds, 20 + 10 crash cycles, fuzz smoke.
 test: check zk-deps
 	REQUIRE_URING=1 $(CARGO) test --workspace --release $(EXTRA_CARGO_ARGS)
+	$(MAKE) metrics-check
 	$(MAKE) sim
 	$(MAKE) neighbour NEIGHBOUR_SECONDS=10
 	$(MAKE) crash CYCLES=20
@@ -126,6 +129,14 @@ compare: build
 	cd interop && mvn -B -q compile
 	python3 -c 'import matplotlib' 2>/dev/null || pip install -q matplotlib
 	scripts/compare.sh $(RELEASE) $(RESULTS_DIR) $(COMPARE_PAIRS) $(COMPARE_SECONDS)
+
+## Issue 17: a short load, then /metrics parsed by the Prometheus Python client's parser (pip prometheus-client).
+metrics-check: build
+	scripts/metrics_check.sh $(RELEASE) $(BENCH_DIR)
+
+## Issue 17: seed workload without and with /metrics scraped every 100 ms, METRICS_PAIRS (3) alternating pairs of METRICS_SECONDS (10); docs/metrics.md.
+metrics-overhead: build
+	scripts/metrics_overhead.sh $(RELEASE) $(BENCH_DIR) $(METRICS_PAIRS) $(METRICS_SECONDS)
 
 ## Fuzz every target for FUZZ_SECONDS (default 60) each with cargo-fuzz on nightly.
 fuzz-smoke:

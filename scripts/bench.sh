@@ -20,7 +20,7 @@ trap cleanup EXIT
 
 echo "== machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), kernel $(uname -r), $(df -T "$dir" | awk 'NR==2 {print $2}') on $(df "$dir" | awk 'NR==2 {print $1}')"
 echo "== starting ringlog serve on 127.0.0.1:$port"
-"$release/ringlog" serve --data-dir "$run/data" --listen "127.0.0.1:$port" >"$run/server.log" 2>&1 &
+"$release/ringlog" serve --data-dir "$run/data" --listen "127.0.0.1:$port" --http-listen 127.0.0.1:0 >"$run/server.log" 2>&1 &
 server_pid=$!
 for _ in $(seq 1 600); do
   grep -q "listening on" "$run/server.log" && break

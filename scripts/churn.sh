@@ -126,7 +126,7 @@ ZK_WATCH_PID=$$ "$root/scripts/zk.sh" start "$zk_port" "$zk_dir" | sed 's/^/   /
 measure() {
   local label=$1 run_seconds=$2 data=$run/data-$1 log=$run/server-$1.log port status
   shift 2
-  "$release/ringlog" serve --data-dir "$data" --shards "$shards" --listen 127.0.0.1:0 \
+  "$release/ringlog" serve --data-dir "$data" --shards "$shards" --listen 127.0.0.1:0 --http-listen 127.0.0.1:0 \
     --zk "127.0.0.1:$zk_port" --zk-root "/churn-$label" --gc-interval-ms "$gc_interval_ms" \
     --segment-size "$segment_size" --segment-recycle-max "$recycle_max" "${server_args[@]}" \
     >"$log" 2>&1 &

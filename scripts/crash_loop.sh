@@ -77,8 +77,8 @@ server_args=() listening_after_ms=0
 server_start() {
   local look_ms
   listening_after_ms=$(now_ms)
-  "$release/ringlog" serve --data-dir "$data" --listen "127.0.0.1:$port" --shards "$shards" \
-    "${server_args[@]}" >>"$run/server.log" 2>&1 &
+  "$release/ringlog" serve --data-dir "$data" --listen "127.0.0.1:$port" --http-listen 127.0.0.1:0 \
+    --shards "$shards" "${server_args[@]}" >>"$run/server.log" 2>&1 &
   server_pid=$!
   local start_lines=$1
   for _ in $(seq 1 1200); do

@@ -42,7 +42,7 @@ json_number() { # FILE KEY
 
 echo "== neighbour: $cores shards pinned to cores 0-$last_core, one busy-loop neighbour per core, open loop $rate adds/s for $seconds s"
 # shellcheck disable=SC2086  # NEIGHBOUR_SERVER_ARGS: extra flags, split on spaces
-"$release/ringlog" serve --data-dir "$run/data" --listen "127.0.0.1:$port" \
+"$release/ringlog" serve --data-dir "$run/data" --listen "127.0.0.1:$port" --http-listen 127.0.0.1:0 \
   --cores "0-$last_core" ${NEIGHBOUR_SERVER_ARGS:-} >"$run/server.log" 2>&1 &
 server_pid=$!
 for _ in $(seq 1 600); do

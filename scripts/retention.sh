@@ -125,7 +125,7 @@ alive_or_die() { # WHAT, START_US
   fi
 }
 server_exec() { # PORT
-  "$release/ringlog" serve --data-dir "$data" --shards "$shards" --listen "127.0.0.1:$1" \
+  "$release/ringlog" serve --data-dir "$data" --shards "$shards" --listen "127.0.0.1:$1" --http-listen 127.0.0.1:0 \
     "${server_args[@]}" >>"$run/server.log" 2>&1 &
   server_pid=$!
 }

@@ -20,6 +20,7 @@ pub mod counting_allocator;
 pub mod disk;
 pub mod error;
 pub mod file_name;
+pub mod histogram;
 pub mod ids;
 pub mod index;
 pub mod index_build;
@@ -36,6 +37,7 @@ pub mod uring;
 pub use config::{Config, SyncMode};
 pub use disk::{sim::SimDisk, Disk};
 pub use error::{AddError, OpenError, ReadError};
+pub use histogram::Log2Histogram;
 pub use ids::{EntryId, FileId, LedgerId, Location, Position, SegmentId, Sequence};
 pub use journal::{
     AddOptions, CommitInFlight, CommitStage, Event, Journal, ReadOutcome, ReadTarget, Stats,

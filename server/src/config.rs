@@ -119,6 +119,17 @@ pub struct ServeArgs {
     /// (printed at startup). Default: 0.0.0.0:3181.
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<SocketAddr>,
+    /// Address of the HTTP endpoint: /metrics (Prometheus) and the Java bookie's /heartbeat
+    /// and /api/v1/bookie/{state,is_ready,info} (docs/metrics.md), served by a control
+    /// thread, never a shard. `off` serves none. Port 0 picks a free port (printed at
+    /// startup). Default: 0.0.0.0:8000 (a Pulsar bookie's httpServerPort).
+    #[arg(long, value_name = "ADDR|off")]
+    pub http_listen: Option<String>,
+    /// Which log events reach stderr, one line each: a level (error, warn, info, debug,
+    /// trace, off), or RUST_LOG-style `target=level` pairs such as `info,server::shard=debug`.
+    /// Default: the RUST_LOG environment variable, else info.
+    #[arg(long, value_name = "FILTER")]
+    pub log: Option<String>,
     /// Number of shards (threads, each with its own journal). Default: one per core in --cores,
     /// or one per available core.
     #[arg(long, value_name = "N")]
@@ -297,6 +308,10 @@ pub struct Config {
     pub data_dirs: Vec<PathBuf>,
     /// Address every shard binds.
     pub listen: SocketAddr,
+    /// Address of the HTTP endpoint (`None`: off).
+    pub http_listen: Option<SocketAddr>,
+    /// Which log events are written (`--log`, else RUST_LOG, else info).
+    pub log: tracing_subscriber::filter::Targets,
     /// The core each shard is pinned to; its length is the shard count.
     pub shard_cores: Vec<usize>,
     /// The engine's settings, the same for every shard.
@@ -391,6 +406,10 @@ pub enum ConfigError {
     ZkRoot { root: String },
     /// The --advertised-address cannot be a bookie id.
     AdvertisedAddress { address: SocketAddr },
+    /// The --http-listen value is neither an address nor `off`.
+    HttpListen { value: String },
+    /// The --log (or RUST_LOG) value is not a level or a list of `target=level`.
+    Log { value: String },
 }
 
 impl std::fmt::Display for ConfigError {
@@ -451,6 +470,15 @@ impl std::fmt::Display for ConfigError {
                 "invalid --zk {servers:?}: expected HOST:PORT[,HOST:PORT...] with ports 1-65535 \
                  and no chroot (use --zk-root)"
             ),
+            ConfigError::Log { value } => write!(
+                f,
+                "invalid --log (or RUST_LOG) {value:?}: expected a level (error, warn, info, \
+                 debug, trace, off) or target=level pairs such as info,server::shard=debug"
+            ),
+            ConfigError::HttpListen { value } => write!(
+                f,
+                "invalid --http-listen {value:?}: expected IP:PORT (such as 0.0.0.0:8000) or off"
+            ),
             ConfigError::ZkRoot { root } => write!(
                 f,
                 "invalid --zk-root {root:?}: expected an absolute ZooKeeper path such as /ledgers"
@@ -486,6 +514,8 @@ impl ServeArgs {
         ServeArgs {
             data_dir: self.data_dir.or(file.data_dir),
             listen: self.listen.or(file.listen),
+            http_listen: self.http_listen.or(file.http_listen),
+            log: self.log.or(file.log),
             shards: self.shards.or(file.shards),
             cores: self.cores.or(file.cores),
             config: self.config,
@@ -536,6 +566,8 @@ impl ServeArgs {
             IpAddr::V4(Ipv4Addr::UNSPECIFIED),
             limits::LISTEN_PORT_DEFAULT,
         ));
+        let http_listen = http_listen_parse(self.http_listen.as_deref())?;
+        let log = log_parse(self.log.clone().or_else(|| std::env::var("RUST_LOG").ok()))?;
         let cores = self.cores.as_deref().map(cores_parse).transpose()?;
         let shard_cores = shard_cores(self.shards, cores, cores_available)?;
         let journal = engine::Config {
@@ -583,6 +615,8 @@ impl ServeArgs {
         let config = Config {
             data_dirs,
             listen,
+            http_listen,
+            log,
             shard_cores,
             journal,
             direct_io: self.direct_io.unwrap_or(true),
@@ -1076,4 +1110,26 @@ pub fn shard_cores(
                 .collect())
         }
     }
+}
+
+/// `--http-listen`: an address, or `off` (`None`); absent, `HTTP_LISTEN_DEFAULT`.
+pub fn http_listen_parse(value: Option<&str>) -> Result<Option<SocketAddr>, ConfigError> {
+    let value = value.map_or(limits::HTTP_LISTEN_DEFAULT, str::trim);
+    if value == "off" {
+        return Ok(None);
+    }
+    value
+        .parse()
+        .map(Some)
+        .map_err(|_| ConfigError::HttpListen {
+            value: value.to_string(),
+        })
+}
+
+/// `--log`: a `Targets` filter (`info`, `warn,server::shard=debug`); absent, `info`.
+pub fn log_parse(
+    value: Option<String>,
+) -> Result<tracing_subscriber::filter::Targets, ConfigError> {
+    let value = value.unwrap_or_else(|| limits::LOG_FILTER_DEFAULT.to_string());
+    value.trim().parse().map_err(|_| ConfigError::Log { value })
 }

@@ -4,7 +4,8 @@
 //! and SO_REUSEPORT listener, once `data_dirs` has locked the data directories and found every
 //! journal where the list places it; `router` places ledgers on shards and carries requests
 //! between them; `connection` holds per-connection state and what each request does; `registration` lists
-//! the bookie in ZooKeeper from its own thread (with --zk). The wire codec (v2 frames, v3
+//! the bookie in ZooKeeper from its own thread (with --zk); `metrics` serves /metrics and the
+//! bookie state endpoints from its own thread (--http-listen). The wire codec (v2 frames, v3
 //! protobuf messages) is the `wire` crate.
 #![forbid(unsafe_code)]
 
@@ -12,6 +13,8 @@ pub mod config;
 mod connection;
 pub mod data_dirs;
 pub mod limits;
+pub mod log;
+pub mod metrics;
 mod poll_pause;
 pub mod registration;
 mod request;
@@ -22,6 +25,7 @@ mod shard;
 pub use config::Config;
 pub use shard::{ShardReport, ShardStats, StartError};
 
+use metrics::{Metrics, ServerState};
 use registration::{Registration, RegistrationError};
 use router::Router;
 use shard::{ShardSetup, Start, Status};
@@ -62,6 +66,11 @@ pub enum RunError {
         address: SocketAddr,
         error: std::io::Error,
     },
+    /// The --http-listen address cannot be bound, or its thread not started.
+    Http {
+        address: SocketAddr,
+        error: std::io::Error,
+    },
     /// The ZooKeeper registration failed (--zk).
     Registration(RegistrationError),
 }
@@ -75,6 +84,10 @@ impl std::fmt::Display for RunError {
             RunError::Setup { what, error } => write!(f, "cannot create {what}: {error}"),
             RunError::Shard { shard, error } => write!(f, "shard {shard}: {error}"),
             RunError::Bind { address, error } => write!(f, "cannot listen on {address}: {error}"),
+            RunError::Http { address, error } => write!(
+                f,
+                "cannot serve HTTP on {address}: {error} (see --http-listen; off turns it off)"
+            ),
             RunError::Registration(error) => write!(f, "registration: {error}"),
         }
     }
@@ -93,12 +106,12 @@ fn open_files_check(config: &Config) {
     let needed = shards * (connections + DESCRIPTORS_PER_SHARD_BESIDES_CONNECTIONS);
     match engine::uring::Process::open_files_limit_raise() {
         Ok(limit) if limit >= needed => {}
-        Ok(limit) => eprintln!(
-            "ringlog: warning: the open-files limit is {limit}, below the {needed} that \
+        Ok(limit) => tracing::warn!(
+            "the open-files limit is {limit}, below the {needed} that \
              {shards} shards x --connections-max {connections} need; raise it (ulimit -n, \
              LimitNOFILE=) or lower --connections-max"
         ),
-        Err(error) => eprintln!("ringlog: warning: cannot read the open-files limit: {error}"),
+        Err(error) => tracing::warn!("cannot read the open-files limit: {error}"),
     }
 }
 
@@ -119,6 +132,9 @@ pub fn run(config: Config) -> Result<Outcome, RunError> {
             error,
         })?;
     let router = Arc::new(router);
+    let metrics = Arc::new(Metrics::new(shards));
+    // Up before the journals open, so a readiness probe sees "starting" (503), not a refusal.
+    http_start(&config, &metrics, &router)?;
     // Connects to ZooKeeper while the shards recover their journals.
     let registration = registration_start(&config, &router, shutdown)?;
     let config = Arc::new(config);
@@ -136,6 +152,7 @@ pub fn run(config: Config) -> Result<Outcome, RunError> {
             shutdown,
             status: status_sender.clone(),
             start,
+            metrics: Arc::clone(&metrics),
         };
         let thread = std::thread::Builder::new()
             .name(format!("ringlog-shard-{index}"))
@@ -157,15 +174,39 @@ pub fn run(config: Config) -> Result<Outcome, RunError> {
         abort(&router, &starts, threads, registration);
         return Err(error);
     }
+    metrics.state_set(ServerState::Serving);
     let reports = shards_join(threads, registration);
+    metrics.state_set(ServerState::Stopping);
     for report in &reports {
         println!("{}", summary_line(report));
     }
-    Ok(if router.is_poisoned() {
+    let outcome = if router.is_poisoned() {
         Outcome::Poisoned
     } else {
         Outcome::Stopped
-    })
+    };
+    tracing::info!(?outcome, "stopped");
+    Ok(outcome)
+}
+
+/// With --http-listen (not off), binds it and starts the HTTP thread; prints its address.
+fn http_start(
+    config: &Config,
+    metrics: &Arc<Metrics>,
+    router: &Arc<Router>,
+) -> Result<(), RunError> {
+    let Some(address) = config.http_listen else {
+        return Ok(());
+    };
+    let bound = metrics::http::start(
+        address,
+        Arc::clone(metrics),
+        Arc::clone(router),
+        config.data_dirs.clone(),
+    )
+    .map_err(|error| RunError::Http { address, error })?;
+    println!("ringlog http on {bound}");
+    Ok(())
 }
 
 /// Warns when --data-dir lists more directories than there are shards: the last ones hold no
@@ -175,8 +216,8 @@ fn data_dirs_unused_warn(config: &Config) {
         return;
     };
     for directory in unused {
-        eprintln!(
-            "ringlog: warning: data directory {} holds no journal: --data-dir lists {} \
+        tracing::warn!(
+            "data directory {} holds no journal: --data-dir lists {} \
              directories for {} shards",
             directory.display(),
             config.data_dirs.len(),
@@ -247,6 +288,7 @@ fn serve_start(
             "ringlog registered as {} in ZooKeeper at {}",
             registered.id, registered.path
         );
+        tracing::info!(id = %registered.id, path = %registered.path, "registered in ZooKeeper");
     }
     Ok(())
 }
@@ -285,6 +327,12 @@ fn startup(
         }
     }
     println!("ringlog listening on {address} with {shards} shards");
+    tracing::info!(
+        %address,
+        shards,
+        http = %config.http_listen.map_or("off".to_string(), |http| http.to_string()),
+        "serving"
+    );
     Ok(address)
 }
 

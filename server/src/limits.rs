@@ -7,6 +7,32 @@ use wire::FRAME_SIZE_MAX_DEFAULT;
 /// BookKeeper's `bookiePort`.
 pub const LISTEN_PORT_DEFAULT: u16 = 3181;
 
+/// `--http-listen` by default: every address, port 8000, a Pulsar bookie's `httpServerPort`
+/// and `prometheusStatsHttpPort`, so its scrape configs and probes find ringlog there.
+pub const HTTP_LISTEN_DEFAULT: &str = "0.0.0.0:8000";
+/// Largest HTTP request head (request line and headers) the endpoint reads; a longer one gets
+/// 400. A scrape's or probe's head is a few hundred bytes; the buffer lives on the HTTP
+/// thread's stack.
+pub const HTTP_REQUEST_BYTES_MAX: usize = 8192;
+/// Longest an HTTP client may take to send its request head, and each write of the answer
+/// may block: connections are served one at a time, so a slow client delays the next scrape
+/// by at most this.
+pub const HTTP_REQUEST_MS_MAX: u64 = 2000;
+/// After a refused request, how many more of its bytes, and for how long, the endpoint reads
+/// and drops before closing, so the close does not reset the connection under the answer.
+pub const HTTP_LINGER_BYTES_MAX: usize = 64 * 1024;
+pub const HTTP_LINGER_MS: u64 = 200;
+/// Pause of the HTTP thread after a failed accept (EMFILE repeats at once otherwise).
+pub const HTTP_ACCEPT_RETRY_MS: u64 = 100;
+
+/// `--log` by default (without RUST_LOG): warnings, errors and the state changes an operator
+/// acts on; nothing per request at any level.
+pub const LOG_FILTER_DEFAULT: &str = "info";
+/// Shortest time between two log lines about connection errors of one shard (failed
+/// accepts, connections refused at the cap, protocol violations): a flood of them is one
+/// line with counts per interval.
+pub const CONNECTION_ERRORS_LOG_MS: u64 = 10_000;
+
 /// Most shards per process: shard ids travel as `u16` in the ownership map, and 64 is far more
 /// cores than one journal disk can use.
 pub const SHARDS_MAX: usize = 64;

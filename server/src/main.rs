@@ -40,6 +40,7 @@ fn main() {
             std::process::exit(EXIT_STARTUP);
         }
     };
+    server::log::init(&config.log);
     let code = match server::run(config) {
         Ok(Outcome::Stopped) => EXIT_STOPPED,
         Ok(Outcome::Poisoned) => EXIT_POISONED,

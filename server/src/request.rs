@@ -81,6 +81,9 @@ pub struct Origin {
     pub client_index: u32,
     /// A connection's own reference, or for a peer the origin connection's.
     pub reference: u64,
+    /// When its bytes arrived (a connection's last recv; a forwarded request's decoding):
+    /// where the request's latency starts.
+    pub received_at: Instant,
 }
 
 /// The outcome of handling one frame.

@@ -508,8 +508,14 @@ impl<D: Disk> Journal<D> {
         let now = Instant::now();
         commit.submitted_at = Some(now);
         if let Some(opened_at) = commit.opened_at {
-            self.stats.commit_staging_us_total += duration_us(now - opened_at);
+            let staging_us = duration_us(now - opened_at);
+            self.stats.commit_staging_us_total += staging_us;
+            self.stats.commit_staging_us.record(staging_us);
         }
+        self.stats
+            .commit_records
+            .record(to_u64(commit.records.len()));
+        self.stats.commit_bytes.record(to_u64(aligned));
         self.commits.position_next = position + to_u64(aligned);
         self.commits.staging = None;
         self.stats.commits += 1;
@@ -542,6 +548,17 @@ impl<D: Disk> Journal<D> {
         if !ok {
             // A failed or short write, or a failed (or cancelled) fsync: never retried.
             self.poison();
+            return;
+        }
+        let commit = &self.commits.slots[slot];
+        if commit.written && commit.synced {
+            // This commit's own disk time, apart from the wait for the commits before it.
+            if let Some(submitted_at) = commit.submitted_at {
+                self.stats
+                    .commit_disk_us
+                    .record(duration_us(submitted_at.elapsed()));
+            }
+            self.stats.syncs += 1;
         }
     }
 
@@ -574,7 +591,9 @@ impl<D: Disk> Journal<D> {
     fn commit_durable(&mut self, slot: usize) {
         let commit = &mut self.commits.slots[slot];
         if let Some(submitted_at) = commit.submitted_at {
-            self.stats.commit_io_us_total += duration_us(submitted_at.elapsed());
+            let io_us = duration_us(submitted_at.elapsed());
+            self.stats.commit_io_us_total += io_us;
+            self.stats.commit_io_us.record(io_us);
         }
         for staged in &commit.records {
             // A ledger deleted while its records were in flight: they are durable (and

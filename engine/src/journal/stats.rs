@@ -1,4 +1,7 @@
-//! `Stats`: the journal's counters, for reports and tests. Never used for a decision.
+//! `Stats`: the journal's counters, for reports, metrics and tests. Never used for a
+//! decision.
+
+use crate::histogram::Log2Histogram;
 
 /// Counters, for reports and tests.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -33,6 +36,17 @@ pub struct Stats {
     /// Sum over durable commits of the time from submission to durable (write, fdatasync,
     /// and waiting for earlier commits), in microseconds.
     pub commit_io_us_total: u64,
+    /// The same two stages commit by commit, in microseconds (the server's `/metrics`).
+    pub commit_staging_us: Log2Histogram,
+    pub commit_io_us: Log2Histogram,
+    /// Per commit, from submission until its own write and sync completed (without the wait
+    /// for earlier commits): what the disk took, in microseconds.
+    pub commit_disk_us: Log2Histogram,
+    /// Records and bytes (padding included) per submitted commit: the group commit's size.
+    pub commit_records: Log2Histogram,
+    pub commit_bytes: Log2Histogram,
+    /// Syncs completed: an RWF_DSYNC write or an fdatasync, one per durable commit.
+    pub syncs: u64,
     /// Bytes of the active segment zeroed ahead of the write head.
     pub zero_ahead_bytes: u64,
     /// Commits held back one turn because they reached into a zero-ahead write in flight.

@@ -243,7 +243,7 @@ fn warn_once(last: &mut String, warning: Option<String>) {
     match warning {
         None => last.clear(),
         Some(warning) if warning != *last => {
-            eprintln!("ringlog: gc: {warning}");
+            tracing::warn!("gc: {warning}");
             *last = warning;
         }
         Some(_) => {}
@@ -373,7 +373,7 @@ fn ledgers_mail(control: &Control, ledgers: &[i64]) -> (usize, usize) {
         }
         if woken {
             if let Err(error) = router.wake(owner) {
-                eprintln!("ringlog: gc: cannot wake shard {owner}: {error}");
+                tracing::error!("gc: cannot wake shard {owner}: {error}");
             }
         }
     }

@@ -389,8 +389,8 @@ async fn stale_wait(
         };
         if !announced {
             announced = true;
-            eprintln!(
-                "ringlog: {path} is held by ZooKeeper session {owner:#x} (an earlier run?); \
+            tracing::info!(
+                "{path} is held by ZooKeeper session {owner:#x} (an earlier run?); \
                  waiting up to {:.1} s for it to expire",
                 wait.as_secs_f64()
             );
@@ -516,8 +516,8 @@ async fn serve(control: &Control, mut client: Client, mut bookie: Bookie) {
             break;
         }
         if session_ended(&client) {
-            eprintln!(
-                "ringlog: ZooKeeper session {:#x} ended ({}): registering again in a new one",
+            tracing::warn!(
+                "ZooKeeper session {:#x} ended ({}): registering again in a new one",
                 client.session_id().0,
                 client.state()
             );
@@ -545,7 +545,7 @@ async fn serve(control: &Control, mut client: Client, mut bookie: Bookie) {
                 // Retried next poll; said once per distinct failure, not every 100 ms.
                 let warning = error.to_string();
                 if warning != warning_last {
-                    eprintln!("ringlog: registration: {warning}; retrying");
+                    tracing::warn!("registration: {warning}; retrying");
                     warning_last = warning;
                 }
             }
@@ -570,12 +570,12 @@ async fn reconnect(control: &Control) -> Option<Client> {
             Ok(Some(client)) => match parents_create(control, &client).await {
                 Ok(()) => return Some(client),
                 Err(error) => {
-                    eprintln!("ringlog: registration: {error}; retrying");
+                    tracing::warn!("registration: {error}; retrying");
                     close(client, deregister_bound()).await;
                 }
             },
             Ok(None) => return None,
-            Err(error) => eprintln!("ringlog: registration: {error}; retrying"),
+            Err(error) => tracing::warn!("registration: {error}; retrying"),
         }
         if control.stopping() {
             return None;
@@ -592,9 +592,9 @@ async fn deregister(control: &Control, client: Client, mut bookie: Bookie) {
     let steps = steps_apply(control, &client, &mut bookie, None);
     match tokio::time::timeout(bound, steps).await {
         Ok(Ok(())) => println!("ringlog: deregistered {path}"),
-        Ok(Err(error)) => eprintln!("ringlog: cannot deregister: {error}"),
-        Err(_) => eprintln!(
-            "ringlog: cannot deregister {path} within {} ms; it goes when the session expires",
+        Ok(Err(error)) => tracing::warn!("cannot deregister: {error}"),
+        Err(_) => tracing::warn!(
+            "cannot deregister {path} within {} ms; it goes when the session expires",
             limits::ZK_DEREGISTER_TIMEOUT_MS
         ),
     }

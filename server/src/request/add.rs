@@ -30,6 +30,7 @@ pub(crate) fn add_stage(
     {
         Ok(()) => {
             bookie.stats.adds += 1;
+            bookie.stats.add_bytes += u64::try_from(body.len()).expect("usize fits u64");
             Step::Consumed
         }
         Err(AddError::StagingFull) => {
@@ -39,7 +40,9 @@ pub(crate) fn add_stage(
         }
         Err(error) => {
             client.pending_remove(slot);
-            client.respond_add_pending(&pending, add_error_code(error));
+            let code = add_error_code(error);
+            client.respond_add_pending(&pending, code);
+            bookie.stats.add_answered(pending.received_at, code);
             Step::Consumed
         }
     }

@@ -2,6 +2,7 @@
 
 use super::client::Client;
 use super::Origin;
+use std::time::Instant;
 use wire::v3 as wire_v3;
 
 /// What a pending slot waits for.
@@ -65,6 +66,8 @@ pub struct Pending {
     pub reply_to: u64,
     /// A v3 request: the reply is a v3 `Response` (`version` is then unused).
     pub v3: Option<PendingV3>,
+    /// When the request arrived (`Origin::received_at`), for its latency.
+    pub received_at: Instant,
 }
 
 /// Where a journal token points: a client (connection slot or peer), one of its pending slots,

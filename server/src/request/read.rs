@@ -111,19 +111,18 @@ pub fn read_start(bookie: &mut Bookie, client: &mut Client, token: Token) {
     {
         Ok(ReadOutcome::Ready { body, .. }) => {
             bookie.stats.reads += 1;
+            bookie
+                .stats
+                .read_answered(pending.received_at, code::EOK, body.len());
             read_answer_lac(client, &pending, code::EOK, body, lac);
             client.pending_remove(token.slot);
         }
         Ok(ReadOutcome::Pending) => client.pending_op_set(token.slot, PendingOp::Read),
         Err(ReadError::Busy) => read_retry_push(bookie, client, token, PendingOp::ReadRetry),
         Err(error) => {
-            read_answer(
-                &bookie.journal,
-                client,
-                &pending,
-                read_error_code(error),
-                &[],
-            );
+            let code = read_error_code(error);
+            bookie.stats.read_answered(pending.received_at, code, 0);
+            read_answer(&bookie.journal, client, &pending, code, &[]);
             client.pending_remove(token.slot);
         }
     }

@@ -77,6 +77,7 @@ fn pending_new(op: PendingOp, version: u8, ledger: i64, entry: i64, origin: Orig
         entry,
         reply_to: origin.reference,
         v3: None,
+        received_at: origin.received_at,
     }
 }
 

@@ -113,6 +113,7 @@ fn pending_v3(op: PendingOp, ledger: i64, entry: i64, origin: Origin, v3: Pendin
         entry,
         reply_to: origin.reference,
         v3: Some(v3),
+        received_at: origin.received_at,
     }
 }
 

@@ -47,6 +47,7 @@ impl Shard {
         let origin = Origin {
             client_index: index,
             reference,
+            received_at: connection.received_at,
         };
         let frame_size_max = self.bookie.frame_size_max;
         let mut offset = 0;
@@ -79,6 +80,10 @@ impl Shard {
             let waited_us = u64::try_from(waited.as_micros()).unwrap_or(u64::MAX);
             let frames = u64::try_from(frames).expect("usize fits u64");
             self.bookie.stats.received_to_handled_us_total += waited_us.saturating_mul(frames);
+            self.bookie
+                .stats
+                .received_to_handled_us
+                .record_n(waited_us, frames);
             self.bookie.stats.requests_handled += frames;
         }
         if offset > 0 {
@@ -108,6 +113,7 @@ impl Shard {
         let client_index = u32::try_from(self.config.connections_max + from).expect("small");
         let frame_size_max = self.bookie.frame_size_max;
         let mut frames = 0;
+        let turn_at = std::time::Instant::now();
         while let Some(records) = peer.inbox.front() {
             if peer.inbox_offset == records.len() {
                 peer.inbox.pop_front();
@@ -121,9 +127,11 @@ impl Shard {
             let (reference, rest) = records[peer.inbox_offset..]
                 .split_first_chunk::<CONNECTION_REFERENCE_SIZE>()
                 .expect("forwarded records start with a connection reference");
+            // Its wait on the origin shard is that shard's; the owner's latency starts here.
             let origin = Origin {
                 client_index,
                 reference: u64::from_be_bytes(*reference),
+                received_at: turn_at,
             };
             // The origin shard decoded this frame with the same limit before forwarding it.
             let Ok(DecodedAny::Frame {

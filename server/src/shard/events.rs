@@ -15,6 +15,12 @@ impl Shard {
         let mut events = std::mem::take(&mut self.events);
         self.bookie.journal.events_swap(&mut events);
         self.bookie.progress |= !events.is_empty();
+        let answers = events
+            .iter()
+            .any(|event| matches!(event, Event::Durable { .. } | Event::Written { .. }));
+        if answers && self.durable_reaped_at.is_none() {
+            self.durable_reaped_at = Some(Instant::now());
+        }
         // A durable entry or fence may move a LAC that parked long polls wait for.
         self.parked_check |= !events.is_empty();
         for event in events.drain(..) {
@@ -47,6 +53,7 @@ impl Shard {
             PendingOp::Add => {
                 client.respond_add_pending(&pending, code);
                 client.pending_remove(token.slot);
+                bookie.stats.add_answered(pending.received_at, code);
             }
             // A deferred add was acked at `Written`; only a failure before that arrives here.
             PendingOp::AddDeferred | PendingOp::WriteLac | PendingOp::Force => {
@@ -56,6 +63,9 @@ impl Shard {
                 );
                 v3::respond_durable(client, &pending, code);
                 client.pending_remove(token.slot);
+                if pending.op == PendingOp::AddDeferred {
+                    bookie.stats.add_answered(pending.received_at, code);
+                }
             }
             // The fence is durable: now read (protocol §5.2 step 4). A failed fence is EIO.
             PendingOp::Fence if durable => read_start(bookie, client, token),
@@ -89,6 +99,9 @@ impl Shard {
         );
         v3::respond_durable(client, &pending, code::EOK);
         client.pending_remove(token.slot);
+        self.bookie
+            .stats
+            .add_answered(pending.received_at, code::EOK);
     }
 
     /// Serves the parked long polls that are due (LAC passed, fenced, timed out, stopping) and
@@ -174,12 +187,17 @@ impl Shard {
                 (PendingOp::Batch, Err(ReadError::Busy)) => Some(PendingOp::BatchRetry),
                 (PendingOp::Read, Ok((_, body))) => {
                     bookie.stats.reads += 1;
+                    let bytes = body.len();
+                    bookie
+                        .stats
+                        .read_answered(pending.received_at, code::EOK, bytes);
                     read_answer(&bookie.journal, client, &pending, code::EOK, body);
                     client.pending_remove(token.slot);
                     None
                 }
                 (PendingOp::Read, Err(error)) => {
                     let code = read_error_code(error);
+                    bookie.stats.read_answered(pending.received_at, code, 0);
                     read_answer(&bookie.journal, client, &pending, code, &[]);
                     client.pending_remove(token.slot);
                     None

@@ -97,10 +97,7 @@ impl Shard {
             if std::mem::take(&mut self.bookie.wake[shard]) {
                 let to = ShardId::try_from(shard).expect("shard ids fit u16");
                 if let Err(error) = self.bookie.router.wake(to) {
-                    eprintln!(
-                        "ringlog: shard {}: cannot wake shard {shard}: {error}",
-                        self.id
-                    );
+                    tracing::error!(shard = self.id, "cannot wake shard {shard}: {error}");
                 }
             }
         }

@@ -14,6 +14,7 @@ mod completions;
 mod decode;
 mod events;
 mod mail;
+mod publish;
 mod sends;
 mod startup;
 mod timeouts;
@@ -23,6 +24,7 @@ pub use startup::shard_main;
 use crate::config::Config;
 use crate::connection::Connection;
 use crate::limits;
+use crate::metrics::{error_slot, Metrics, ERROR_SLOTS};
 use crate::poll_pause::PollPause;
 use crate::request::client::Client;
 use crate::request::pending::Token;
@@ -30,7 +32,7 @@ use crate::request::Bookie;
 use crate::router::{Mail, Router, ShardId};
 use crate::run_delay::RunDelay;
 use engine::uring::{Completion, NetBufferId, NetBuffers, PollEnd, Ring, Thread};
-use engine::Event;
+use engine::{Event, Log2Histogram};
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::os::fd::OwnedFd;
@@ -59,6 +61,8 @@ pub struct ShardSetup {
     pub status: Sender<Status>,
     /// The listener (or an abort), from `run`, once every shard has opened its journal.
     pub start: Receiver<Start>,
+    /// Where the shard publishes its numbers (its own block) for the HTTP thread.
+    pub metrics: Arc<Metrics>,
 }
 
 /// Startup progress a shard reports.
@@ -172,6 +176,48 @@ pub struct ShardStats {
     /// Sum over those requests of the time from their recv's completion to their handling,
     /// in microseconds: the receive → staged stage.
     pub received_to_handled_us_total: u64,
+    /// The same, request by request, in microseconds.
+    pub received_to_handled_us: Log2Histogram,
+    /// Per loop turn that reaped durable (or written) adds: from reaping them to submitting
+    /// the turn's sends, in microseconds.
+    pub durable_to_sent_us: Log2Histogram,
+    /// Entry body bytes of the adds staged, and of the entries read.
+    pub add_bytes: u64,
+    pub read_bytes: u64,
+    /// Adds and reads answered with an error, by code (`metrics::error_slot`).
+    pub add_errors: [u64; ERROR_SLOTS],
+    pub read_errors: [u64; ERROR_SLOTS],
+    /// Adds and single-entry reads from their recv's completion to their answer, in
+    /// microseconds, successful and not.
+    pub add_us_ok: Log2Histogram,
+    pub add_us_failed: Log2Histogram,
+    pub read_us_ok: Log2Histogram,
+    pub read_us_failed: Log2Histogram,
+}
+
+impl ShardStats {
+    /// An add received at `received_at` was answered with `code`.
+    pub fn add_answered(&mut self, received_at: Instant, code: i32) {
+        let us = u64::try_from(received_at.elapsed().as_micros()).unwrap_or(u64::MAX);
+        if code == wire::code::EOK {
+            self.add_us_ok.record(us);
+        } else {
+            self.add_us_failed.record(us);
+            self.add_errors[error_slot(code)] += 1;
+        }
+    }
+
+    /// A read received at `received_at` was answered with `code` and `bytes` of entry.
+    pub fn read_answered(&mut self, received_at: Instant, code: i32, bytes: usize) {
+        let us = u64::try_from(received_at.elapsed().as_micros()).unwrap_or(u64::MAX);
+        if code == wire::code::EOK {
+            self.read_us_ok.record(us);
+            self.read_bytes += u64::try_from(bytes).expect("usize fits u64");
+        } else {
+            self.read_us_failed.record(us);
+            self.read_errors[error_slot(code)] += 1;
+        }
+    }
 }
 
 /// What a shard hands back when it exits.
@@ -237,6 +283,12 @@ struct Shard {
     stall_reported: Option<engine::CommitInFlight>,
     /// The LAC may have moved or a deadline passed: scan the parked long polls this turn.
     parked_check: bool,
+    /// Where this shard publishes its numbers (block `id`), on its tick.
+    metrics: Arc<Metrics>,
+    /// When this turn reaped durable or written adds: the start of their last stage.
+    durable_reaped_at: Option<Instant>,
+    /// The connection-error counts last logged, and when (rate-limited log lines).
+    connection_errors_logged: (Instant, [u64; 3]),
 }
 
 /// The connection slots: a slot's index is the client index in tokens, and its generation
@@ -404,10 +456,7 @@ impl Shard {
                     self.polling.poll_pause.contended(Instant::now());
                 }
                 Err(error) => {
-                    eprintln!(
-                        "ringlog: shard {}: io_uring poll failed: {error}; stopping",
-                        self.id
-                    );
+                    tracing::error!(shard = self.id, "io_uring poll failed: {error}; stopping");
                     self.bookie.router.poison();
                     return;
                 }
@@ -417,20 +466,14 @@ impl Shard {
         let result = self.ring.borrow_mut().submit_and_wait_timeout(wait);
         if let Err(error) = result {
             // The ring is this shard's only way to the disk and the network.
-            eprintln!(
-                "ringlog: shard {}: io_uring wait failed: {error}; stopping",
-                self.id
-            );
+            tracing::error!(shard = self.id, "io_uring wait failed: {error}; stopping");
             self.bookie.router.poison();
         }
     }
 
     fn ring_submit(&mut self) {
         if let Err(error) = self.ring.borrow_mut().submit() {
-            eprintln!(
-                "ringlog: shard {}: io_uring submit failed: {error}",
-                self.id
-            );
+            tracing::error!(shard = self.id, "io_uring submit failed: {error}");
         }
     }
 
@@ -440,10 +483,10 @@ impl Shard {
         self.bookie.router.read_only_set(self.id, read_only);
         if self.bookie.journal.is_poisoned() && !self.lifecycle.poison_reported {
             self.lifecycle.poison_reported = true;
-            eprintln!(
-                "ringlog: shard {}: journal poisoned (a write or fdatasync failed): pending adds \
-                 get EIO, nothing more is acknowledged; exiting with status 2",
-                self.id
+            tracing::error!(
+                shard = self.id,
+                "journal poisoned (a write or fdatasync failed): pending adds get EIO, nothing \
+                 more is acknowledged; exiting with status 2"
             );
             self.bookie.router.poison();
         }

@@ -49,6 +49,11 @@ impl Shard {
                 connection.send_armed = true;
             }
         }
+        // The last stage of this turn's durable adds: their answers are on their way.
+        if let Some(reaped_at) = self.durable_reaped_at.take() {
+            let us = u64::try_from(reaped_at.elapsed().as_micros()).unwrap_or(u64::MAX);
+            self.bookie.stats.durable_to_sent_us.record(us);
+        }
     }
 
     /// Starts closing connections that are done, cancels their operations, and frees the

@@ -6,6 +6,7 @@ use super::{
 };
 use crate::config::Config;
 use crate::limits;
+use crate::metrics::Metrics;
 use crate::poll_pause::PollPause;
 use crate::request::client::Client;
 use crate::request::Bookie;
@@ -26,18 +27,18 @@ use std::time::Instant;
 pub fn shard_main(setup: ShardSetup) -> Option<ShardReport> {
     let _exit_on_panic = ExitOnPanic(setup.id);
     if !core_affinity::set_for_current(core_affinity::CoreId { id: setup.core }) {
-        eprintln!(
-            "ringlog: shard {}: cannot pin to core {}; running unpinned",
-            setup.id, setup.core
+        tracing::warn!(
+            shard = setup.id,
+            core = setup.core,
+            "cannot pin to the core; running unpinned"
         );
     }
     if let Some(slice) = setup.config.shard_slice {
         let slice_ns = u64::try_from(slice.as_nanos()).unwrap_or(u64::MAX);
         if let Err(error) = engine::uring::thread_slice_set(slice_ns) {
-            eprintln!(
-                "ringlog: shard {}: cannot ask for a {} µs scheduler slice ({error}); keeping \
-                 the kernel's default",
-                setup.id,
+            tracing::warn!(
+                shard = setup.id,
+                "cannot ask for a {} µs scheduler slice ({error}); keeping the kernel's default",
                 slice.as_micros()
             );
         }
@@ -106,6 +107,7 @@ impl Shard {
             shutdown,
             status: _,
             start,
+            metrics,
         } = setup;
         let ring = match Ring::new(engine::uring::RING_ENTRIES_DEFAULT) {
             Ok(ring) => Rc::new(RefCell::new(ring)),
@@ -126,10 +128,10 @@ impl Shard {
         for ledger in journal.index().ledgers() {
             let owner = router.register(ledger.0, id);
             if owner != id {
-                eprintln!(
-                    "ringlog: shard {id}: ledger {} is also in shard {owner}'s journal; \
-                     shard {owner} serves it",
-                    ledger.0
+                tracing::warn!(
+                    shard = id,
+                    ledger = ledger.0,
+                    "the ledger is also in shard {owner}'s journal; shard {owner} serves it"
                 );
             }
             owners.insert(ledger.0, owner);
@@ -151,7 +153,7 @@ impl Shard {
             progress: false,
         };
         Ok(Shard::assemble(
-            id, core, config, ring, bookie, mailbox, start, shutdown,
+            id, core, config, ring, bookie, mailbox, start, shutdown, metrics,
         ))
     }
 
@@ -166,6 +168,7 @@ impl Shard {
         mailbox: Receiver<Mail>,
         start: Receiver<Start>,
         shutdown: &'static AtomicBool,
+        metrics: Arc<Metrics>,
     ) -> Shard {
         let connections_max = config.connections_max;
         let mut net = NetBuffers::new(2 * connections_max + 1);
@@ -218,6 +221,9 @@ impl Shard {
             tick_last: Instant::now(),
             stall_reported: None,
             parked_check: false,
+            metrics,
+            durable_reaped_at: None,
+            connection_errors_logged: (Instant::now(), [0; 3]),
             config,
         }
     }
@@ -276,16 +282,17 @@ fn open_report_print(
         report.bytes_scanned >> 20,
     );
     if let Some(reason) = &report.checkpoint_ignored {
-        eprintln!(
-            "ringlog: shard {id}: checkpoint ignored ({reason}); every segment was scanned \
-             instead, and a new checkpoint follows the next sealed segment"
+        tracing::warn!(
+            shard = id,
+            "checkpoint ignored ({reason}); every segment was scanned instead, and a new \
+             checkpoint follows the next sealed segment"
         );
     }
     for (segment, reason) in &report.indexes_rebuilt {
-        eprintln!(
-            "ringlog: shard {id}: index of segment {} rebuilt from the segment and written \
-             back ({reason})",
-            segment.0
+        tracing::warn!(
+            shard = id,
+            segment = segment.0,
+            "index rebuilt from the segment and written back ({reason})"
         );
     }
 }

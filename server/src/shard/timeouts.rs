@@ -27,8 +27,11 @@ impl Shard {
             .journal
             .removal_pace(limits::SEGMENT_REMOVALS_PER_TICK_MAX);
         self.stall_check(now);
+        self.connection_errors_log(now);
         // Long-poll deadlines are checked at this granularity.
         self.parked_check = true;
+        // The HTTP thread sees numbers at most one tick old; the add path publishes nothing.
+        self.metrics_publish();
         let timeout = self.config.idle_timeout;
         for &index in &self.connections.active {
             let connection = self.connections.slots[index as usize]
@@ -66,13 +69,12 @@ impl Shard {
             let waited = reported
                 .submitted_at
                 .map_or(Duration::ZERO, |at| now.saturating_duration_since(at));
-            eprintln!(
-                "ringlog: shard {}: stalled commit at segment {} position {} completed after \
-                 about {} ms",
-                self.id,
-                reported.segment.0,
-                reported.position,
-                waited.as_millis()
+            tracing::info!(
+                shard = self.id,
+                segment = reported.segment.0,
+                position = reported.position,
+                waited_ms = u64::try_from(waited.as_millis()).unwrap_or(u64::MAX),
+                "stalled commit completed"
             );
         }
         let Some(commit) = oldest else {
@@ -87,18 +89,48 @@ impl Shard {
         }
         self.stall_reported = Some(commit);
         self.bookie.stats.commits_stalled += 1;
-        eprintln!(
-            "ringlog: shard {}: commit stalled: in flight for {} ms (watchdog at {} ms): {}; \
-             segment {} position {}, {} bytes, {} records; io_uring operations in flight (disk and network): {}",
-            self.id,
-            age.as_millis(),
-            threshold.as_millis(),
-            commit.stage.describe(),
-            commit.segment.0,
-            commit.position,
-            commit.bytes,
-            commit.records,
-            self.ring.borrow().in_flight(),
+        // The slow-commit line: one per stalled commit, and one when it completes.
+        tracing::warn!(
+            shard = self.id,
+            age_ms = u64::try_from(age.as_millis()).unwrap_or(u64::MAX),
+            watchdog_ms = u64::try_from(threshold.as_millis()).unwrap_or(u64::MAX),
+            stage = commit.stage.describe(),
+            segment = commit.segment.0,
+            position = commit.position,
+            bytes = commit.bytes,
+            records = commit.records,
+            // Disk and network operations together.
+            io_uring_in_flight = self.ring.borrow().in_flight(),
+            "commit stalled"
+        );
+    }
+
+    /// Connection errors (failed accepts, connections refused at --connections-max, protocol
+    /// violations) as one line per `CONNECTION_ERRORS_LOG_MS` at most, with the counts since
+    /// the last line: a client hammering the bookie must not turn into a log flood.
+    fn connection_errors_log(&mut self, now: Instant) {
+        let (logged_at, logged) = self.connection_errors_logged;
+        let interval = Duration::from_millis(limits::CONNECTION_ERRORS_LOG_MS);
+        if now.saturating_duration_since(logged_at) < interval {
+            return;
+        }
+        let stats = &self.bookie.stats;
+        let counts = [
+            stats.accept_errors,
+            stats.connections_rejected,
+            stats.connections_invalid,
+        ];
+        if counts == logged {
+            return;
+        }
+        self.connection_errors_logged = (now, counts);
+        tracing::warn!(
+            shard = self.id,
+            accept_errors = counts[0] - logged[0],
+            rejected_at_cap = counts[1] - logged[1],
+            protocol_violations = counts[2] - logged[2],
+            "connection errors in the last {} s or more",
+            limits::CONNECTION_ERRORS_LOG_MS / 1000
         );
     }
 
@@ -116,15 +148,15 @@ impl Shard {
         if read_only != self.lifecycle.read_only_reported {
             self.lifecycle.read_only_reported = read_only;
             if read_only {
-                eprintln!(
-                    "ringlog: shard {}: read-only: cannot create a journal segment (disk full, \
-                     or free space under --disk-reserve-mib); adds get EREADONLY, reads go on, \
-                     creation is retried every {} ms",
-                    self.id,
+                tracing::warn!(
+                    shard = self.id,
+                    "read-only: cannot create a journal segment (disk full, or free space under \
+                     --disk-reserve-mib); adds get EREADONLY, reads go on, creation is retried \
+                     every {} ms",
                     limits::LOOP_WAIT_MS_MAX
                 );
             } else {
-                eprintln!("ringlog: shard {}: writable again", self.id);
+                tracing::info!(shard = self.id, "writable again");
             }
         }
     }

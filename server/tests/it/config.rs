@@ -550,3 +550,22 @@ fn journals_are_placed_round_robin_over_the_data_dirs() {
     assert_eq!(config.shard_data_dir(1), PathBuf::from("/mnt/b"));
     assert_eq!(config.data_dir_first(), PathBuf::from("/mnt/a"));
 }
+
+#[test]
+fn log_filters() {
+    use server::config::log_parse;
+    assert!(log_parse(None).is_ok());
+    assert!(log_parse(Some("warn".into())).is_ok());
+    assert!(log_parse(Some("info,server::shard=debug".into())).is_ok());
+    assert!(log_parse(Some("server=loud".into())).is_err());
+    let args = ServeArgs {
+        data_dir: Some(DataDirList::Joined("/data".into())),
+        log: Some("server=loud".into()),
+        ..ServeArgs::default()
+    };
+    assert!(args
+        .resolve(&[0])
+        .unwrap_err()
+        .to_string()
+        .contains("--log"));
+}

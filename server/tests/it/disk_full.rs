@@ -2,7 +2,7 @@
 //! shard goes read-only (adds get EREADONLY, reads keep working) and becomes writable again
 //! once space returns. Runs on a small ext4 file system of its own, loop-mounted.
 
-use crate::support::{uring_available, Reply, Server, TestDir, KEY};
+use crate::support::{http_get, metric, uring_available, Reply, Server, TestDir, KEY};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -123,6 +123,32 @@ fn a_full_disk_makes_the_shard_read_only_until_space_returns() {
     }
     // Still read-only while nothing changed.
     assert_eq!(add(&mut client, acked), code::EREADONLY);
+    // The HTTP endpoint shows it (issue 17): a read-only bookie is still ready (it serves
+    // reads), as the Java bookie's is_ready says.
+    let http = server.http.unwrap();
+    let (status, state) = http_get(http, "/api/v1/bookie/state");
+    assert_eq!(status, 200);
+    assert!(state.contains("\"readOnly\":true"), "{state}");
+    assert!(
+        state.contains("\"availableForHighPriorityWrites\":false"),
+        "{state}"
+    );
+    assert_eq!(http_get(http, "/api/v1/bookie/is_ready").0, 200);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let (_, scrape) = http_get(http, "/metrics");
+        let errors = "ringlog_request_errors_total{operation=\"add\",code=\"EREADONLY\"}";
+        let published = metric(&scrape, "ringlog_shard_read_only{shard=\"0\"}") == Some(1.0)
+            && metric(&scrape, errors) == Some(2.0);
+        if published && metric(&scrape, "bookie_SERVER_STATUS") == Some(0.0) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "read-only never published: {scrape}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 
     std::fs::remove_file(&filler).unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -141,6 +167,8 @@ fn a_full_disk_makes_the_shard_read_only_until_space_returns() {
     let (status, _, body) = reader.read(0, LEDGER, acked, None);
     assert_eq!(status, code::EOK);
     assert!(body == entry_body(acked));
+    let (_, state) = http_get(http, "/api/v1/bookie/state");
+    assert!(state.contains("\"readOnly\":false"), "{state}");
 
     let exited = server.terminate();
     assert_eq!(exited.status.code(), Some(0), "{:?}", exited.stderr);

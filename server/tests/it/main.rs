@@ -18,6 +18,7 @@ mod gc;
 mod hostile;
 mod hostile_load;
 mod large;
+mod metrics;
 mod registration;
 mod startup;
 mod support;

@@ -655,6 +655,9 @@ fn a_zookeeper_outage_does_not_stop_the_shards() {
     );
     let message = exited.stderr.join("\n");
     assert!(message.contains("cannot deregister"), "{message}");
-    assert!(message.contains("ringlog: gc: "), "{message}");
+    assert!(
+        message.contains("server::registration::gc: gc: "),
+        "{message}"
+    );
     assert_eq!(exited.summary_total("ledgers_deleted"), 0);
 }

@@ -176,7 +176,8 @@ fn config_file_sets_options_and_flags_override_it() {
     let file = dir.0.join("ringlog.toml");
     let data = dir.0.join("data");
     let text = format!(
-        "data_dir = {:?}\nlisten = \"127.0.0.1:0\"\nshards = 2\nsegment_size = {}\n\
+        "data_dir = {:?}\nlisten = \"127.0.0.1:0\"\nhttp_listen = \"127.0.0.1:0\"\nshards = 2\n\
+         segment_size = {}\n\
          sync_mode = \"dsync\"\nidle_timeout_ms = 60000\n",
         data.display().to_string(),
         SEGMENT_SIZE_TEST
@@ -190,6 +191,7 @@ fn config_file_sets_options_and_flags_override_it() {
         "--shards".into(),
         "1".into(),
     ]);
+    assert!(server.http.is_some(), "http_listen from the file");
     let exited = server.terminate();
     assert_eq!(
         exited.summaries().len(),

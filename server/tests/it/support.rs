@@ -48,6 +48,8 @@ impl Drop for TestDir {
 pub struct Server {
     child: Child,
     pub address: SocketAddr,
+    /// The HTTP endpoint's address, from its "ringlog http on ADDR" line (`None`: off).
+    pub http: Option<SocketAddr>,
     stdout: Lines,
     stderr: Lines,
 }
@@ -115,13 +117,14 @@ fn spawn(args: &[String]) -> (Child, Lines, Lines, mpsc::Receiver<String>) {
     (child, stdout, stderr, lines)
 }
 
-/// The standard test flags: loopback, ephemeral port, small segments; `extra` may override
-/// any of them.
+/// The standard test flags: loopback, ephemeral ports (the HTTP endpoint's too), small
+/// segments; `extra` may override any of them.
 pub fn serve_args(dir: &Path, shards: usize, extra: &[&str]) -> Vec<String> {
     let dir = dir.display().to_string();
     let shards = shards.to_string();
     let defaults = [
         ("--listen", "127.0.0.1:0"),
+        ("--http-listen", "127.0.0.1:0"),
         ("--segment-size", SEGMENT_SIZE_TEST),
         ("--data-dir", dir.as_str()),
         ("--shards", shards.as_str()),
@@ -145,15 +148,20 @@ impl Server {
     pub fn start_args(args: &[String]) -> Server {
         let (mut child, stdout, stderr, lines) = spawn(args);
         let deadline = Instant::now() + STARTUP_TIMEOUT;
+        let mut http = None;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match lines.recv_timeout(left) {
                 Ok(line) => {
+                    if let Some(rest) = line.strip_prefix("ringlog http on ") {
+                        http = Some(rest.trim().parse().unwrap());
+                    }
                     if let Some(rest) = line.strip_prefix("ringlog listening on ") {
                         let address = rest.split(' ').next().unwrap().parse().unwrap();
                         return Server {
                             child,
                             address,
+                            http,
                             stdout,
                             stderr,
                         };
@@ -178,6 +186,7 @@ impl Server {
         let mut server = Server {
             child,
             address: "0.0.0.0:0".parse().unwrap(),
+            http: None,
             stdout,
             stderr,
         };
@@ -474,4 +483,43 @@ pub fn reply_owned(response: Response<'_>) -> Reply {
             auth_message: auth_message.to_vec(),
         },
     }
+}
+
+/// One HTTP/1.1 request (`METHOD path`, a Host header) to the server's HTTP endpoint:
+/// (status, body).
+pub fn http_request(address: SocketAddr, method: &str, path: &str) -> (u16, String) {
+    let head = format!("{method} {path} HTTP/1.1\r\nHost: test\r\n\r\n");
+    http_raw(address, head.as_bytes())
+}
+
+/// GET `path`: (status, body).
+pub fn http_get(address: SocketAddr, path: &str) -> (u16, String) {
+    http_request(address, "GET", path)
+}
+
+/// Sends `bytes` as they are and reads the answer to the end: (status, body); status 0 when
+/// the server closed without one.
+pub fn http_raw(address: SocketAddr, bytes: &[u8]) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut stream = TcpStream::connect(address).unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    // The server may answer (and close) before taking every byte of an oversized request.
+    let _ = stream.write_all(bytes);
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    let answer = String::from_utf8(answer).unwrap();
+    let Some((head, body)) = answer.split_once("\r\n\r\n") else {
+        return (0, answer);
+    };
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    (status, body.to_string())
+}
+
+/// The value of the sample `series` (name with its labels, exactly as exposed) in a scrape.
+pub fn metric(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .filter(|line| !line.starts_with('#'))
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
 }

@@ -39,6 +39,8 @@ final class RinglogBookie extends Bookie {
         List<String> command = new ArrayList<>(List.of(binary.toString(), "serve",
                 "--data-dir", dataDirectory().toString(),
                 "--listen", id(),
+                // Every bookie of a cluster runs on one host: an ephemeral HTTP port each.
+                "--http-listen", "127.0.0.1:0",
                 "--shards", "1",
                 "--zk", zk.connectString(),
                 "--zk-root", EmbeddedZooKeeper.LEDGERS_ROOT,

@@ -1,0 +1,90 @@
+//! Publishing the shard's numbers for `/metrics` (metrics.rs): on the tick, never per add.
+
+use super::Shard;
+use crate::metrics::{HistogramId, ShardScalars, ShardValues};
+
+impl Shard {
+    /// Copies the shard's counters, histograms and gauges into its block, with relaxed
+    /// stores: the values live on this thread's stack meanwhile, nothing is allocated.
+    pub(super) fn metrics_publish(&self) {
+        let values = self.metrics_values();
+        self.metrics.shard(usize::from(self.id)).store(&values);
+    }
+
+    fn metrics_values(&self) -> ShardValues {
+        let stats = &self.bookie.stats;
+        let journal = self.bookie.journal.stats();
+        let index = self.bookie.journal.index();
+        let count = |value: usize| u64::try_from(value).expect("usize fits u64");
+        // Sealed segments: their files' sizes and live bytes; the walk is over segments (a
+        // few thousand at most), once per tick.
+        let (mut segments_sealed, mut sealed_bytes, mut sealed_live_bytes) = (0u64, 0u64, 0u64);
+        for segment in index.sealed_segments() {
+            if let Some(table) = index.sealed_segment(segment) {
+                segments_sealed += 1;
+                sealed_bytes += table.file_size;
+                sealed_live_bytes += table.bytes_live;
+            }
+        }
+        let segments_unsealed = count(self.bookie.journal.segments_unsealed());
+        let scalars = ShardScalars {
+            adds: stats.adds,
+            add_bytes: stats.add_bytes,
+            reads: stats.reads,
+            read_bytes: stats.read_bytes,
+            commits: journal.commits,
+            commits_durable: journal.commits_durable,
+            syncs: journal.syncs,
+            entries_durable: journal.entries_durable,
+            bytes_written: journal.bytes_written,
+            connections_accepted: stats.connections_accepted,
+            connections_open: count(self.connections.active.len()),
+            connections_rejected: stats.connections_rejected,
+            connections_invalid: stats.connections_invalid,
+            connections_idle: stats.connections_idle,
+            forwarded: stats.forwarded,
+            forwarded_served: stats.forwarded_served,
+            commits_stalled: stats.commits_stalled,
+            staging_full: journal.staging_full,
+            read_only: u64::from(self.bookie.journal.is_read_only()),
+            poisoned: u64::from(self.bookie.journal.is_poisoned()),
+            segments_sealed,
+            segments_unsealed,
+            journal_bytes: sealed_bytes + segments_unsealed * self.config.journal.segment_size,
+            sealed_live_bytes,
+            ledgers: count(index.ledger_count()),
+            ledgers_deleted: journal.ledgers_deleted,
+            segments_removed: journal.segments_removed,
+            segment_bytes_removed: journal.segment_bytes_removed,
+            compactions_done: journal.compactions_done,
+            compaction_bytes_written: journal.compaction_bytes_written,
+            compaction_bytes_freed: journal.compaction_bytes_freed,
+            compaction_failures: journal.compaction_failures,
+            reads_cached: journal.reads_cached,
+            reads_disk: journal.reads_disk,
+        };
+        let mut values = ShardValues {
+            scalars,
+            add_errors: stats.add_errors,
+            read_errors: stats.read_errors,
+            ..ShardValues::default()
+        };
+        let histograms = [
+            (HistogramId::AddOk, &stats.add_us_ok),
+            (HistogramId::AddFailed, &stats.add_us_failed),
+            (HistogramId::ReadOk, &stats.read_us_ok),
+            (HistogramId::ReadFailed, &stats.read_us_failed),
+            (HistogramId::ReceivedToStaged, &stats.received_to_handled_us),
+            (HistogramId::StagedToSubmitted, &journal.commit_staging_us),
+            (HistogramId::SubmittedToDurable, &journal.commit_io_us),
+            (HistogramId::DurableToSent, &stats.durable_to_sent_us),
+            (HistogramId::CommitDisk, &journal.commit_disk_us),
+            (HistogramId::CommitRecords, &journal.commit_records),
+            (HistogramId::CommitBytes, &journal.commit_bytes),
+        ];
+        for (id, histogram) in histograms {
+            values.histogram_mut(id).clone_from(histogram);
+        }
+        values
+    }
+}
