@@ -2,8 +2,9 @@
 //! the next segment in the background, keeps the published spares the write head rolls over
 //! to, and holds the read-only state while no segment can be created (disk full).
 //!
-//! A preparation moves Zeroing -> Header -> Syncing -> published spare (a recycled file:
-//! RenameSync -> Header -> ...). Any failure abandons
+//! A preparation moves Zeroing -> Header -> Syncing -> (rename) -> PublishSync -> published
+//! spare (a recycled file: RenameSync -> Header -> ...). Both directory fsyncs go through the
+//! ring: blocking ones stalled the shard for as long as the file system's journal commit. Any failure abandons
 //! the segment (its temporary file is deleted at the next open) and the next `submit` starts
 //! over with a new id; while no spare is left the journal is read-only, and creation is
 //! retried every `SEGMENT_RETRY_INTERVAL_SUBMITS` submits (or at once on `retry_now`).
@@ -39,6 +40,10 @@ enum PreparePhase {
     Zeroing,
     Header,
     Syncing,
+    /// Renamed to its published name: the directory's fsync must complete before the write
+    /// head may use it (acknowledged records in a segment whose name a crash can lose would
+    /// be lost with it).
+    PublishSync,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -72,6 +77,10 @@ pub(super) struct Segments {
     /// True while no segment can be created and no spare is left: adds get `ReadOnly`.
     read_only: bool,
     submits_since_create_failure: u32,
+    /// The directory fsync of a published segment failed: it is retried after
+    /// `SEGMENT_RETRY_INTERVAL_SUBMITS` submits. The segment is never given up, since a
+    /// segment id left out would read as a gap in the journal at the next open.
+    publish_sync_failed: bool,
     /// One sector for the header of the segment being prepared.
     header_buffer: BufferId,
 }
@@ -85,6 +94,7 @@ impl Segments {
             prepare: None,
             read_only: false,
             submits_since_create_failure: 0,
+            publish_sync_failed: false,
             header_buffer,
         }
     }
@@ -177,7 +187,22 @@ impl Segments {
                     self.prepare.as_mut().expect("present").in_flight = 1;
                 }
             }
-            PreparePhase::RenameSync | PreparePhase::Header | PreparePhase::Syncing => {}
+            PreparePhase::PublishSync if prepare.in_flight == 0 => {
+                if self.publish_sync_failed {
+                    self.submits_since_create_failure += 1;
+                    if self.submits_since_create_failure < SEGMENT_RETRY_INTERVAL_SUBMITS {
+                        return;
+                    }
+                    self.submits_since_create_failure = 0;
+                }
+                if disk.submit_sync_directory(TOKEN_PREPARE).is_ok() {
+                    self.prepare.as_mut().expect("present").in_flight = 1;
+                }
+            }
+            PreparePhase::RenameSync
+            | PreparePhase::Header
+            | PreparePhase::Syncing
+            | PreparePhase::PublishSync => {}
         }
     }
 
@@ -266,6 +291,14 @@ impl Segments {
         let prepare = self.prepare.as_mut().expect("a preparation is running");
         assert!(prepare.in_flight > 0);
         prepare.in_flight -= 1;
+        if result < 0 && prepare.phase == PreparePhase::PublishSync {
+            // Published but maybe not durable under its name: retried, never abandoned.
+            self.publish_sync_failed = true;
+            self.submits_since_create_failure = 0;
+            self.read_only = self.spares.is_empty();
+            stats.segment_create_failures += 1;
+            return;
+        }
         if result < 0 {
             // Abandon this segment once its last write is back; `drive` starts over with a
             // new id. Its temporary is deleted now: each retry allocates a whole segment, so
@@ -297,20 +330,28 @@ impl Segments {
             (PreparePhase::RenameSync, DiskOp::Sync) => prepare.phase = PreparePhase::Header,
             (PreparePhase::Header, DiskOp::Write) => prepare.phase = PreparePhase::Syncing,
             (PreparePhase::Syncing, DiskOp::Sync) => {
-                let (segment, recycled) = (prepare.segment, prepare.recycled);
-                self.prepare = None;
+                // The rename is quick; the directory's fsync (which waits for the file
+                // system's journal commit) goes through the ring.
+                let segment = prepare.segment;
                 if stats
-                    .metadata_timed(|| disk.file_publish(FileId::Segment(segment)))
+                    .metadata_timed(|| disk.file_publish_unsynced(FileId::Segment(segment)))
                     .is_ok()
                 {
-                    self.spares.push_back(Spare { segment, recycled });
-                    self.read_only = false;
-                    stats.segments_created += 1;
+                    prepare.phase = PreparePhase::PublishSync;
                 } else {
+                    self.prepare = None;
                     disk.file_discard(FileId::Segment(segment));
                     self.read_only = self.spares.is_empty();
                     stats.segment_create_failures += 1;
                 }
+            }
+            (PreparePhase::PublishSync, DiskOp::Sync) => {
+                let (segment, recycled) = (prepare.segment, prepare.recycled);
+                self.prepare = None;
+                self.publish_sync_failed = false;
+                self.spares.push_back(Spare { segment, recycled });
+                self.read_only = false;
+                stats.segments_created += 1;
             }
             (phase, op) => unreachable!("prepare {phase:?} got {op:?}"),
         }

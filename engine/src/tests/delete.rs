@@ -1,7 +1,9 @@
 //! Deleting ledgers: tombstones, live bytes, and removal of sealed segments left with nothing
 //! live (issue 14's engine part; the collector that calls `delete_ledger` is the server's).
 
-use super::harness::{add, add_all, config_small, drive, read_entry, verify_all, Model, KEY};
+use super::harness::{
+    add, config_small, drive, fill_each, read_entry, segments, verify_all, Model, KEY,
+};
 use crate::disk::Disk;
 use crate::error::{AddError, OpenError, ReadError};
 use crate::ids::{EntryId, FileId, LedgerId, SegmentId};
@@ -15,26 +17,6 @@ fn config() -> Config {
         segment_recycle_max: 0,
         ..config_small()
     }
-}
-
-/// Writes `count` entries of 100 bytes to each of `ledgers` in turn, one ledger after the
-/// other, so each ledger fills segments of its own.
-fn fill_each(journal: &mut Journal<SimDisk>, model: &mut Model, ledgers: &[i64], count: i64) {
-    let order = ledgers
-        .iter()
-        .flat_map(|&ledger| (0..count).map(move |entry| (ledger, entry)));
-    add_all(journal, model, order, 100);
-}
-
-fn segments(disk: &mut SimDisk) -> Vec<SegmentId> {
-    disk.files_list()
-        .unwrap()
-        .into_iter()
-        .filter_map(|file| match file {
-            FileId::Segment(segment) => Some(segment),
-            _ => None,
-        })
-        .collect()
 }
 
 #[test]

@@ -206,3 +206,26 @@ pub fn read_entry<D: Disk>(
     }
     panic!("read did not complete");
 }
+
+/// Writes `count` entries of 100 bytes to each of `ledgers` in turn, one ledger after the
+/// other, so each ledger fills segments of its own.
+pub fn fill_each(journal: &mut Journal<SimDisk>, model: &mut Model, ledgers: &[i64], count: i64) {
+    let order = ledgers
+        .iter()
+        .flat_map(|&ledger| (0..count).map(move |entry| (ledger, entry)));
+    add_all(journal, model, order, 100);
+}
+
+/// The published segments on `disk`, ascending.
+pub fn segments(disk: &mut SimDisk) -> Vec<crate::ids::SegmentId> {
+    let files = disk
+        .files_list()
+        .expect("the simulated disk lists its files");
+    files
+        .into_iter()
+        .filter_map(|file| match file {
+            crate::ids::FileId::Segment(segment) => Some(segment),
+            _ => None,
+        })
+        .collect()
+}

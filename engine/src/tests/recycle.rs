@@ -2,7 +2,7 @@
 //! their stale records never come back, and recovery and index rebuilds end a recycled
 //! segment's data where its earlier life's records begin.
 
-use super::harness::{add_all, config_small, drive, read_entry, verify_all, Model};
+use super::harness::{config_small, drive, fill_each, read_entry, segments, verify_all, Model};
 use crate::disk::Disk;
 use crate::error::{OpenError, ReadError};
 use crate::ids::{FileId, LedgerId, SegmentId};
@@ -15,25 +15,6 @@ fn config(recycle_max: usize) -> Config {
         segment_recycle_max: recycle_max,
         ..config_small()
     }
-}
-
-/// Writes `count` entries of 100 bytes to each of `ledgers`, one ledger after the other, so
-/// each ledger fills segments of its own.
-fn fill_each(journal: &mut Journal<SimDisk>, model: &mut Model, ledgers: &[i64], count: i64) {
-    let order = ledgers
-        .iter()
-        .flat_map(|&ledger| (0..count).map(move |entry| (ledger, entry)));
-    add_all(journal, model, order, 100);
-}
-
-fn segments(disk: &mut SimDisk) -> Vec<SegmentId> {
-    let files = disk.files_list().unwrap().into_iter();
-    files
-        .filter_map(|file| match file {
-            FileId::Segment(segment) => Some(segment),
-            _ => None,
-        })
-        .collect()
 }
 
 /// The header flag of a published segment, from its durable bytes.
@@ -141,15 +122,20 @@ fn with_no_segment_kept_every_dead_one_is_removed() {
     assert!(journal.stats().segments_removed >= 2);
 }
 
-#[test]
-fn a_recycled_segment_whose_index_is_lost_is_rebuilt_from_its_own_records() {
-    let (mut journal, model, new) = journal_with_recycled_segments(34, 4);
-    // A sealed, recycled segment: one of the new ones below the active segment.
+/// A sealed, recycled segment: one of the `new` ones below the active segment.
+fn sealed_recycled(journal: &mut Journal<SimDisk>, new: &[SegmentId]) -> SegmentId {
     let sealed: Vec<SegmentId> = journal.index().sealed_segments().collect();
     let &segment = new
         .iter()
         .find(|&&segment| sealed.contains(&segment) && is_recycled(journal.disk_mut(), segment))
         .expect("a sealed recycled segment");
+    segment
+}
+
+#[test]
+fn a_recycled_segment_whose_index_is_lost_is_rebuilt_from_its_own_records() {
+    let (mut journal, model, new) = journal_with_recycled_segments(34, 4);
+    let segment = sealed_recycled(&mut journal, &new);
     let mut disk = journal.into_disk().crash();
     disk.file_remove(FileId::Index(segment)).unwrap();
     let mut journal = Journal::open(disk, config(4)).unwrap();
@@ -166,11 +152,7 @@ fn a_recycled_segment_whose_index_is_lost_is_rebuilt_from_its_own_records() {
 #[test]
 fn a_bad_record_inside_a_recycled_segment_still_refuses_the_rebuild() {
     let (mut journal, _, new) = journal_with_recycled_segments(35, 4);
-    let sealed: Vec<SegmentId> = journal.index().sealed_segments().collect();
-    let &segment = new
-        .iter()
-        .find(|&&segment| sealed.contains(&segment) && is_recycled(journal.disk_mut(), segment))
-        .expect("a sealed recycled segment");
+    let segment = sealed_recycled(&mut journal, &new);
     let mut disk = journal.into_disk().crash();
     disk.file_remove(FileId::Index(segment)).unwrap();
     // The first record's header: its own records follow, so this is no end of data.
