@@ -112,11 +112,11 @@ enum PendingKind {
         buffer: BufferId,
         length: usize,
     },
-    /// A directory fsync: the directory as it was at submission becomes durable, unless a
-    /// blocking sync made a later state durable meanwhile (`generation` moved on).
+    /// A directory fsync: the directory as it was at submission (at `clock`) becomes
+    /// durable, unless a later state is durable already.
     DirectorySync {
         directory: BTreeMap<Entry, usize>,
-        generation: u64,
+        clock: u64,
     },
 }
 
@@ -139,9 +139,13 @@ pub struct SimDisk {
     /// Directory entries -> index into `files`; a replaced or removed file stays in `files`.
     directory_live: BTreeMap<Entry, usize>,
     directory_durable: BTreeMap<Entry, usize>,
-    /// Counts the directory states made durable, so an asynchronous directory sync that
-    /// completes after a later one never rolls the durable directory back.
-    directory_generation: u64,
+    /// A clock of directory syncs: each sync (blocking, or an asynchronous one when it is
+    /// submitted) takes the next value, and the durable directory records the value of the
+    /// state it holds. An asynchronous sync that completes after a later one (blocking or
+    /// not) made a newer state durable never rolls the durable directory back, and one that
+    /// completes first never keeps a newer one from being applied.
+    directory_clock: u64,
+    directory_durable_clock: u64,
     /// Open descriptors: which file each id addresses.
     open: BTreeMap<FileId, usize>,
     buffers: Vec<Vec<u8>>,
@@ -162,7 +166,8 @@ impl SimDisk {
             files: Vec::new(),
             directory_live: BTreeMap::new(),
             directory_durable: BTreeMap::new(),
-            directory_generation: 0,
+            directory_clock: 0,
+            directory_durable_clock: 0,
             open: BTreeMap::new(),
             buffers: Vec::new(),
             buffers_busy: Vec::new(),
@@ -290,10 +295,9 @@ impl SimDisk {
         let (op, result) = match kind {
             PendingKind::Write { data, sync } => self.complete_write(&pending, data, sync),
             PendingKind::LinkedSync | PendingKind::Sync => self.complete_sync(&pending),
-            PendingKind::DirectorySync {
-                directory,
-                generation,
-            } => self.complete_directory_sync(directory, generation),
+            PendingKind::DirectorySync { directory, clock } => {
+                self.complete_directory_sync(directory, clock)
+            }
             PendingKind::Read { buffer, length } => {
                 (DiskOp::Read, self.complete_read(&pending, buffer, length))
             }
@@ -380,21 +384,22 @@ impl SimDisk {
 
     /// A blocking directory sync: everything done to the directory so far is durable.
     fn directory_sync_blocking(&mut self) {
+        self.directory_clock += 1;
         self.directory_durable = self.directory_live.clone();
-        self.directory_generation += 1;
+        self.directory_durable_clock = self.directory_clock;
     }
 
     fn complete_directory_sync(
         &mut self,
         directory: BTreeMap<Entry, usize>,
-        generation: u64,
+        clock: u64,
     ) -> (DiskOp, i32) {
         if self.rng.chance(self.faults.sync_error_ppm) {
             return (DiskOp::Sync, -ERRNO_EIO);
         }
-        if generation == self.directory_generation {
+        if clock > self.directory_durable_clock {
             self.directory_durable = directory;
-            self.directory_generation += 1;
+            self.directory_durable_clock = clock;
         }
         (DiskOp::Sync, 0)
     }
@@ -619,9 +624,10 @@ impl Disk for SimDisk {
     }
 
     fn submit_sync_directory(&mut self, token: DiskToken) -> Result<(), SubmitError> {
+        self.directory_clock += 1;
         let kind = PendingKind::DirectorySync {
             directory: self.directory_live.clone(),
-            generation: self.directory_generation,
+            clock: self.directory_clock,
         };
         self.pending.push(Pending {
             token,
