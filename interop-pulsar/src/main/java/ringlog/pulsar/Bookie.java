@@ -1,0 +1,163 @@
+package ringlog.pulsar;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.apache.zookeeper.data.Stat;
+
+/**
+ * A bookie subprocess on a fixed loopback port and data directory; a restart reuses both. It is
+ * ready when its own ephemeral znode /ledgers/available/127.0.0.1:PORT appears from a session
+ * other than the one before a kill (as in interop/'s Bookie). The harness never registers a
+ * bookie itself.
+ */
+abstract class Bookie extends Child {
+    final int port;
+    final ZooKeeperHost zk;
+    private long registrationOwner = -1;
+
+    Bookie(String name, Path dir, ZooKeeperHost zk) throws IOException {
+        super(name, dir);
+        this.zk = zk;
+        this.port = freePort();
+    }
+
+    static Bookie create(Options options, String name, Path dir, ZooKeeperHost zk)
+            throws IOException {
+        return options.bookie().equals("java") ? new JavaBookie(name, dir, zk)
+                : new RinglogBookie(name, dir, zk, options.ringlogBinary());
+    }
+
+    final String id() {
+        return "127.0.0.1:" + port;
+    }
+
+    /** The directory garbage collection shrinks (ringlog: --data-dir; Java: ledgerDirectories). */
+    abstract Path dataDirectory();
+
+    abstract long startTimeoutMs();
+
+    final void start() throws Exception {
+        spawn();
+        long deadline = System.currentTimeMillis() + startTimeoutMs();
+        while (System.currentTimeMillis() < deadline) {
+            Stat stat = zk.exists(ZooKeeperHost.AVAILABLE + "/" + id());
+            if (stat != null && stat.getEphemeralOwner() != registrationOwner) {
+                registrationOwner = stat.getEphemeralOwner();
+                return;
+            }
+            checkAlive("registering");
+            Thread.sleep(50);
+        }
+        throw new Failure(name + " did not register " + id() + " within " + startTimeoutMs()
+                + " ms; " + log() + ": " + logTail());
+    }
+
+    /** SIGKILL, then waits until ZooKeeper has expired its registration (the broker sees it go). */
+    final void killAndWaitExpired() throws Exception {
+        kill();
+        long deadline = System.currentTimeMillis() + 30_000;
+        while (zk.exists(ZooKeeperHost.AVAILABLE + "/" + id()) != null) {
+            Failure.check(System.currentTimeMillis() < deadline,
+                    name + "'s registration outlived its session by 30 s");
+            Thread.sleep(100);
+        }
+    }
+
+    /** ringlog serve, one shard, registering itself through --zk. */
+    static final class RinglogBookie extends Bookie {
+        /** ZooKeeper's session timeout: how long a SIGKILLed bookie stays registered. */
+        static final List<String> FLAGS = List.of("--shards", "1", "--http-listen", "off",
+                "--zk-session-timeout-ms", "4000",
+                // The rollover-retention-gc scenario: collection every 2 s over 4 MiB segments,
+                // and dead segments unlinked at once rather than kept for reuse, so space given
+                // back shows in du.
+                "--gc-interval-ms", "2000", "--segment-size", "4194304",
+                "--segment-recycle-max", "0");
+        private final Path binary;
+
+        RinglogBookie(String name, Path dir, ZooKeeperHost zk, Path binary) throws IOException {
+            super(name, dir, zk);
+            this.binary = binary;
+        }
+
+        @Override
+        Path dataDirectory() {
+            return dir.resolve("data");
+        }
+
+        @Override
+        List<String> command() {
+            Failure.check(Files.isExecutable(binary), "no ringlog binary at " + binary
+                    + ": run `cargo build --release -p server` or set RINGLOG_BIN");
+            List<String> command = new ArrayList<>(List.of(binary.toString(), "serve",
+                    "--data-dir", dataDirectory().toString(), "--listen", id(),
+                    "--zk", zk.connectString(), "--zk-root", ZooKeeperHost.LEDGERS,
+                    "--advertised-address", id()));
+            command.addAll(FLAGS);
+            return command;
+        }
+
+        @Override
+        long startTimeoutMs() {
+            return 30_000;
+        }
+    }
+
+    /** bookkeeper-server's org.apache.bookkeeper.server.Main (the version Pulsar bundles). */
+    static final class JavaBookie extends Bookie {
+        static final List<String> MEMORY = List.of("-Xms384m", "-Xmx384m",
+                "-XX:MaxDirectMemorySize=256m");
+
+        JavaBookie(String name, Path dir, ZooKeeperHost zk) throws IOException {
+            super(name, dir, zk);
+        }
+
+        @Override
+        Path dataDirectory() {
+            return dir.resolve("ledgers");
+        }
+
+        /** Every key set; everything else is bookkeeper-server's default. */
+        Map<String, String> settings() {
+            Map<String, String> settings = new java.util.LinkedHashMap<>();
+            settings.put("bookiePort", Integer.toString(port));
+            settings.put("advertisedAddress", "127.0.0.1");
+            settings.put("allowLoopback", "true");
+            settings.put("metadataServiceUri", zk.metadataServiceUri());
+            settings.put("zkTimeout", "4000");
+            settings.put("journalDirectories", dir.resolve("journal").toString());
+            settings.put("ledgerDirectories", dataDirectory().toString());
+            settings.put("journalSyncData", "true");
+            settings.put("httpServerEnabled", "false");
+            settings.put("autoRecoveryDaemonEnabled", "false");
+            // As interop/'s gc-delete-ledgers: collection every second over 4 MiB entry logs,
+            // with compaction, since entry logs mix ledgers.
+            settings.put("gcWaitTime", "1000");
+            settings.put("logSizeLimit", "4194304");
+            settings.put("flushInterval", "1000");
+            settings.put("minorCompactionInterval", "2");
+            settings.put("majorCompactionInterval", "4");
+            settings.put("compactionRateByEntries", "100000");
+            return settings;
+        }
+
+        @Override
+        List<String> command() throws IOException {
+            StringBuilder text = new StringBuilder("# generated by interop-pulsar\n");
+            settings().forEach((k, v) -> text.append(k).append('=').append(v).append('\n'));
+            Path conf = dir.resolve("bookie.conf");
+            Files.writeString(conf, text, StandardCharsets.UTF_8);
+            return Jvm.command(MEMORY, "org.apache.bookkeeper.server.Main", "-c", conf.toString());
+        }
+
+        @Override
+        long startTimeoutMs() {
+            return 90_000;
+        }
+    }
+}
