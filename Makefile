@@ -15,6 +15,7 @@ BOOKIE ?= ringlog
 QUICK ?= false
 RINGLOG_BIN ?= $(CURDIR)/$(RELEASE)/ringlog
 INTEROP_ARGS ?=
+INTEROP_PULSAR_ARGS ?=
 RETENTION_ENTRIES ?= 200000000
 RETENTION_SERVER_ARGS ?=
 DISK_FULL_MIB ?= 1024
@@ -22,7 +23,7 @@ CHURN_SECONDS ?= 600
 METRICS_PAIRS ?= 3
 METRICS_SECONDS ?= 10
 
-.PHONY: help deps shellcheck-deps zk-deps fuzz-smoke build check test sim crash crash-deletes bench bench-disk bench-journal neighbour retention churn interop disk-full compare metrics-check metrics-overhead ci clean
+.PHONY: help deps shellcheck-deps zk-deps fuzz-smoke build check test sim crash crash-deletes bench bench-disk bench-journal neighbour retention churn interop interop-pulsar disk-full compare metrics-check metrics-overhead ci clean
 COMPARE_PAIRS ?= 3
 COMPARE_SECONDS ?= 20
 RESULTS_DIR ?= $(CURDIR)/results
@@ -67,6 +68,7 @@ test: check zk-deps
 	  RETENTION_ENFORCE=$(or $(RETENTION_ENFORCE),1)
 	$(MAKE) churn CHURN_SECONDS=60
 	$(MAKE) interop QUICK=true
+	$(MAKE) interop-pulsar QUICK=true
 	$(MAKE) disk-full DISK_FULL_MIB=512
 	$(MAKE) fuzz-smoke
 
@@ -117,6 +119,14 @@ interop:
 	cd interop && mvn -B -q compile
 	java -cp "interop/target/classes:$$(cat interop/target/classpath.txt)" -Dbookie=$(BOOKIE) \
 	  -Dquick=$(QUICK) -Dringlog.bin=$(RINGLOG_BIN) $(INTEROP_ARGS) ringlog.interop.Main
+
+## Issue 16: a real Pulsar 4.2.4 broker on three bookies, E2/W2/A2 (interop-pulsar/README.md): BOOKIE=ringlog|java, QUICK=true.
+interop-pulsar:
+	$(if $(filter ringlog,$(BOOKIE)),$(CARGO) build --release --workspace $(EXTRA_CARGO_ARGS))
+	cd interop-pulsar && mvn -B -q compile
+	java -Xmx512m -cp "interop-pulsar/target/classes:$$(cat interop-pulsar/target/classpath.txt)" \
+	  -Dbookie=$(BOOKIE) -Dquick=$(QUICK) -Dringlog.bin=$(RINGLOG_BIN) $(INTEROP_PULSAR_ARGS) \
+	  ringlog.pulsar.Main
 
 ## Issue 14 item 4: a DISK_FULL_MIB (1024) ext4 on a loop device fills, ringlog goes read-only, ledgers are deleted, adds come back without a restart (root).
 disk-full:

@@ -41,6 +41,21 @@ abstract class Bookie extends Child {
 
     abstract long startTimeoutMs();
 
+    /** Everything the bookie stored (a disk lost for good); the log stays. */
+    abstract List<Path> storage();
+
+    final void deleteStorage() throws IOException {
+        for (Path root : storage()) {
+            if (Files.exists(root)) {
+                try (java.util.stream.Stream<Path> paths = Files.walk(root)) {
+                    for (Path path : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                        Files.delete(path);
+                    }
+                }
+            }
+        }
+    }
+
     final void start() throws Exception {
         spawn();
         long deadline = System.currentTimeMillis() + startTimeoutMs();
@@ -91,6 +106,11 @@ abstract class Bookie extends Child {
         }
 
         @Override
+        List<Path> storage() {
+            return List.of(dataDirectory());
+        }
+
+        @Override
         List<String> command() {
             Failure.check(Files.isExecutable(binary), "no ringlog binary at " + binary
                     + ": run `cargo build --release -p server` or set RINGLOG_BIN");
@@ -120,6 +140,11 @@ abstract class Bookie extends Child {
         @Override
         Path dataDirectory() {
             return dir.resolve("ledgers");
+        }
+
+        @Override
+        List<Path> storage() {
+            return List.of(dataDirectory(), dir.resolve("journal"));
         }
 
         /** Every key set; everything else is bookkeeper-server's default. */

@@ -53,7 +53,9 @@ public final class Main {
                 new Scenario("bookie-kill-ensemble-change", 240, Scenarios::bookieKill),
                 new Scenario("broker-kill-recovery", 300, Scenarios::brokerKill),
                 new Scenario("single-bookie-reads", 240, Scenarios::singleBookieReads),
-                new Scenario("rollover-retention-gc", 360, Scenarios::rolloverRetentionGc));
+                new Scenario("rollover-retention-gc", 360, Scenarios::rolloverRetentionGc),
+                // Last: its lost bookie does not come back.
+                new Scenario("bookie-lost-autorecovery", 360, Scenarios::bookieLostAutoRecovery));
         int passed = 0;
         int failed = 0;
         PulsarCluster cluster = null;

@@ -108,18 +108,27 @@ final class Messages {
      * Returns the count.
      */
     static long readAll(PulsarClient client, String topic) throws Exception {
-        try (Reader<byte[]> reader = client.newReader(Schema.BYTES).topic(topic)
-                .startMessageId(MessageId.earliest).create()) {
-            long n = 0;
-            while (reader.hasMessageAvailable()) {
-                Message<byte[]> message = reader.readNext(60, TimeUnit.SECONDS);
-                Failure.check(message != null, topic + ": message " + n
-                        + " not delivered within 60 s though the broker has more");
-                verify(topic, n, message.getValue());
-                n += 1;
-            }
-            return n;
+        try (Reader<byte[]> reader = reader(client, topic)) {
+            return readAll(reader, topic);
         }
+    }
+
+    /** A reader from the earliest message; creating it loads the topic on the broker. */
+    static Reader<byte[]> reader(PulsarClient client, String topic) throws Exception {
+        return client.newReader(Schema.BYTES).topic(topic).startMessageId(MessageId.earliest)
+                .create();
+    }
+
+    static long readAll(Reader<byte[]> reader, String topic) throws Exception {
+        long n = 0;
+        while (reader.hasMessageAvailable()) {
+            Message<byte[]> message = reader.readNext(60, TimeUnit.SECONDS);
+            Failure.check(message != null, topic + ": message " + n
+                    + " not delivered within 60 s though the broker has more");
+            verify(topic, n, message.getValue());
+            n += 1;
+        }
+        return n;
     }
 
     /** Receives exactly `count` messages on a durable subscription, checked, and acks them. */

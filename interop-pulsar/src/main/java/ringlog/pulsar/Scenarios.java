@@ -319,4 +319,72 @@ final class Scenarios {
                     ids.size(), trimmed.size(), open, before, written, now, seconds);
         }
     }
+
+    /**
+     * A bookie lost for good: SIGKILL, its data directory deleted, never restarted. Its
+     * ledgers (the topic's are closed first, by an unload) are re-replicated by BookKeeper's
+     * AutoRecovery daemon onto the two bookies left; then one of those is killed too, and a
+     * reader must get every message from the last one, which holds a copy of each ledger only if
+     * the re-replication wrote it there. Runs last: the lost bookie does not come back.
+     */
+    static String bookieLostAutoRecovery(PulsarCluster cluster) throws Exception {
+        String topic = topic("bookie-lost");
+        long count = cluster.options.messages(20_000, 5_000);
+        PulsarClient client = cluster.client();
+        step("async sends on three bookies");
+        try (Producer<byte[]> producer = Messages.producer(client, topic, false, 100)) {
+            check(Messages.sendAsync(producer, topic, 0, count, 100, acked -> true), count,
+                    "sends");
+        }
+        List<Long> ids = ledgers(cluster, topic);
+        step("unload the topic (its ledgers are closed)");
+        cluster.admin().topics().unload(topic);
+        Bookie lost = cluster.byId(cluster.ledger(ids.get(0)).getAllEnsembles().firstEntry()
+                .getValue().get(0).toString());
+        int had = 0;
+        for (long id : ids) {
+            had += cluster.bookiesOf(id).contains(lost.id()) ? 1 : 0;
+        }
+        step("SIGKILL " + lost.name + " and delete its data");
+        lost.killAndWaitExpired();
+        lost.deleteStorage();
+        AutoRecovery recovery = new AutoRecovery(cluster.dir.resolve("autorecovery"), cluster.zk);
+        try {
+            step("AutoRecovery re-replicates " + had + " ledgers of the topic");
+            long start = System.nanoTime();
+            recovery.start();
+            long deadline = System.currentTimeMillis() + 240_000;
+            while (true) {
+                long left = 0;
+                for (long id : ids) {
+                    left += cluster.bookiesOf(id).contains(lost.id()) ? 1 : 0;
+                }
+                if (left == 0) {
+                    break;
+                }
+                recovery.checkAlive("re-replicating");
+                Failure.check(System.currentTimeMillis() < deadline, left + " of " + had
+                        + " ledgers still name " + lost.id() + " 240 s after AutoRecovery"
+                        + " started; " + recovery.log());
+                Thread.sleep(500);
+            }
+            double seconds = (System.nanoTime() - start) / 1e9;
+            List<Bookie> left = new ArrayList<>(cluster.bookies);
+            left.remove(lost);
+            Bookie killed = left.get(0);
+            Bookie last = left.get(1);
+            step("load the topic, SIGKILL " + killed.name + ", read everything from " + last.name);
+            try (org.apache.pulsar.client.api.Reader<byte[]> reader =
+                    Messages.reader(client, topic)) {
+                killed.kill();
+                long read = Messages.readAll(reader, topic);
+                Failure.check(read == count, "read " + read + " messages, expected " + count);
+            }
+            return String.format("messages=%d ledgers=%d lost=%s ledgers_rereplicated=%d"
+                    + " rereplication_s=%.1f served_by=%s", count, ids.size(), lost.name, had,
+                    seconds, last.name);
+        } finally {
+            recovery.stop();
+        }
+    }
 }
