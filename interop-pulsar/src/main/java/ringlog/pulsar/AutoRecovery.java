@@ -17,10 +17,12 @@ import java.util.Map;
 final class AutoRecovery extends Child {
     static final List<String> MEMORY = List.of("-Xmx256m", "-XX:MaxDirectMemorySize=256m");
     private final ZooKeeperHost zk;
+    private final int idPort;
 
     AutoRecovery(Path dir, ZooKeeperHost zk) throws IOException {
         super("autorecovery", dir);
         this.zk = zk;
+        this.idPort = freePort();
     }
 
     /** Every key set; everything else is bookkeeper-server's default. */
@@ -28,6 +30,11 @@ final class AutoRecovery extends Child {
         Map<String, String> s = new LinkedHashMap<>();
         s.put("metadataServiceUri", zk.metadataServiceUri());
         s.put("zkTimeout", "4000");
+        // AutoRecovery names itself (auditor election) by a bookie address it never listens on;
+        // on loopback that needs the same two keys as a bookie.
+        s.put("advertisedAddress", "127.0.0.1");
+        s.put("allowLoopback", "true");
+        s.put("bookiePort", Integer.toString(idPort));
         // Default 0 already: replicate as soon as the bookie is gone (not in an hour).
         s.put("lostBookieRecoveryDelay", "0");
         // Ledgers left open by a dead broker are fenced after this (default 30 s).

@@ -26,11 +26,20 @@ public final class Main {
         String run(PulsarCluster cluster) throws Exception;
     }
 
+    /**
+     * The pulsar-client logs one INFO line through java.util.logging (OpenTelemetry's
+     * autoconfiguration is off); the suite prints only its own lines. Held: JUL keeps loggers
+     * weakly.
+     */
+    private static final java.util.logging.Logger OPENTELEMETRY_LOG =
+            java.util.logging.Logger.getLogger("io.opentelemetry");
+
     private Main() {}
 
     public static void main(String[] arguments) {
         // Interrupted (Ctrl-C, SIGTERM) or done: no bookie or broker outlives the suite.
         Runtime.getRuntime().addShutdownHook(new Thread(Child::killAllSpawned));
+        OPENTELEMETRY_LOG.setLevel(java.util.logging.Level.WARNING);
         int status;
         try {
             status = run();

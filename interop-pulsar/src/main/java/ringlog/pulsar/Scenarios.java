@@ -11,6 +11,7 @@ import org.apache.pulsar.client.api.PulsarClient;
 import org.apache.pulsar.client.api.Schema;
 import org.apache.pulsar.client.api.SubscriptionInitialPosition;
 import org.apache.pulsar.common.policies.data.ManagedLedgerInternalStats.LedgerInfo;
+import org.apache.pulsar.common.policies.data.PersistentTopicInternalStats;
 import org.apache.pulsar.common.policies.data.RetentionPolicies;
 
 /** The scenarios; each returns its numbers for the PASS line, or throws for FAIL. */
@@ -164,8 +165,17 @@ final class Scenarios {
                     return true;
                 }
                 try {
-                    List<Long> ids = ledgers(cluster, topic);
-                    open[0] = ids.get(ids.size() - 1);
+                    // Kill in the middle of a ledger, one whose metadata is still open, so that
+                    // only the next broker's recovery can close it (not a rollover).
+                    PersistentTopicInternalStats stats =
+                            cluster.admin().topics().getInternalStats(topic);
+                    long id = stats.ledgers.get(stats.ledgers.size() - 1).ledgerId;
+                    if (stats.currentLedgerEntries < 100
+                            || stats.currentLedgerEntries > Broker.ENTRIES_PER_LEDGER - 300
+                            || cluster.ledger(id).isClosed()) {
+                        return true;
+                    }
+                    open[0] = id;
                     cluster.broker.kill();
                     // No resends to the next broker: they could duplicate a message that was
                     // written but whose acknowledgement the kill lost. Pending sends stay
@@ -180,7 +190,8 @@ final class Scenarios {
         } finally {
             writer.shutdown();
         }
-        Failure.check(!cluster.broker.alive(), "the broker was never killed");
+        Failure.check(!cluster.broker.alive(), "the broker was never killed (no open ledger"
+                + " between 100 and " + (Broker.ENTRIES_PER_LEDGER - 300) + " entries)");
         step("broker restart");
         long start = System.nanoTime();
         cluster.broker.waitExpired();
@@ -263,13 +274,26 @@ final class Scenarios {
                 Failure.check(cluster.zk.ledgerIds().contains(id), "ledger " + id
                         + " has no metadata in ZooKeeper");
             }
-            long written = cluster.dataBytes();
             step("consume and acknowledge everything");
             Messages.consumeAndAck(consumer, topic, count);
+            // The Java bookie moves entries from its journal to the ledger directory only at
+            // its next flush: wait until the data directories hold at least half of the
+            // replicas written (2 per message), or the space check below would prove nothing.
+            step("the bookies' data directories grow");
+            long expected = count * Messages.SIZE * 2;
+            long written = cluster.dataBytes();
+            long deadline = System.currentTimeMillis() + 60_000;
+            while (written - before < expected / 2) {
+                Failure.check(System.currentTimeMillis() < deadline, String.format(
+                        "the bookies' data directories grew by %d bytes in 60 s, for %d bytes"
+                        + " of replicas written", written - before, expected));
+                Thread.sleep(1000);
+                written = cluster.dataBytes();
+            }
             step("trim: the consumed ledgers' metadata goes");
             long open = ids.get(ids.size() - 1);
             List<Long> trimmed = ids.subList(0, ids.size() - 1);
-            long deadline = System.currentTimeMillis() + 60_000;
+            deadline = System.currentTimeMillis() + 60_000;
             while (true) {
                 cluster.admin().topics().trimTopic(topic);
                 List<Long> left = new ArrayList<>(cluster.zk.ledgerIds());
