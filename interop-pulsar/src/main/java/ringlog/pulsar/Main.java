@@ -89,11 +89,13 @@ public final class Main {
             }
             Scenarios.step("cluster start");
             cluster = PulsarCluster.start(options, runDir);
-            System.out.printf("# cluster up in %.1f s: zookeeper %s, metadata setup %.1f s,"
-                    + " 3 bookies, broker %s (start %.1f s), E2/W2/A2,"
-                    + " managedLedgerMaxEntriesPerLedger=%d, broker cache off%n",
+            System.out.printf("# cluster up in %.1f s: zookeeper %s, metadata setup %.1f s"
+                    + " (/ledgers then held %s; now %s), 3 bookies, broker %s (start %.1f s),"
+                    + " E2/W2/A2, managedLedgerMaxEntriesPerLedger=%d, broker cache off%n",
                     (System.nanoTime() - start) / 1e9, cluster.zk.connectString(),
-                    cluster.metadataSetupSeconds, cluster.broker.serviceUrl(),
+                    cluster.metadataSetupSeconds, cluster.ledgersAfterSetup,
+                    cluster.zk.children(ZooKeeperHost.LEDGERS).stream().sorted().toList(),
+                    cluster.broker.serviceUrl(),
                     cluster.brokerStartSeconds, Broker.ENTRIES_PER_LEDGER);
             for (Scenario scenario : scenarios) {
                 if (!options.selected(scenario.name())) {

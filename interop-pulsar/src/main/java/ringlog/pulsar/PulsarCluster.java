@@ -20,8 +20,9 @@ import org.apache.pulsar.client.api.PulsarClient;
 
 /**
  * The run's world: an in-process ZooKeeper, the metadata PulsarClusterMetadataSetup writes,
- * three bookies (ringlog or Java), one broker, and the clients the scenarios use: a
- * pulsar-client, PulsarAdmin, and a BookKeeper client that only reads ledger metadata.
+ * three bookies (ringlog or Java; the benchmark takes two), one broker, and the clients the
+ * scenarios use: a pulsar-client, PulsarAdmin, and a BookKeeper client that only reads ledger
+ * metadata.
  * Scenarios share it (a broker start costs tens of seconds on two cores); heal() brings back
  * whatever a scenario killed, on the same ports and data, before the next one runs.
  */
@@ -39,6 +40,8 @@ final class PulsarCluster implements AutoCloseable {
     /** Seconds the first broker start took (printed in the header). */
     double brokerStartSeconds;
     double metadataSetupSeconds;
+    /** The children of /ledgers PulsarClusterMetadataSetup left (printed in the header). */
+    List<String> ledgersAfterSetup;
 
     private PulsarCluster(Options options, Path dir, ZooKeeperHost zk) {
         this.options = options;
@@ -47,11 +50,15 @@ final class PulsarCluster implements AutoCloseable {
     }
 
     static PulsarCluster start(Options options, Path dir) throws Exception {
+        return start(options, dir, BOOKIES);
+    }
+
+    static PulsarCluster start(Options options, Path dir, int bookieCount) throws Exception {
         PulsarCluster cluster = new PulsarCluster(options,  dir,
                 ZooKeeperHost.start(dir.resolve("zookeeper")));
         try {
             cluster.setUpMetadata();
-            for (int index = 0; index < BOOKIES; index++) {
+            for (int index = 0; index < bookieCount; index++) {
                 cluster.bookies.add(Bookie.create(options, "bookie-" + index,
                         dir.resolve("bookie-" + index), cluster.zk));
             }
@@ -95,6 +102,7 @@ final class PulsarCluster implements AutoCloseable {
         List<String> ledgers = zk.children(ZooKeeperHost.LEDGERS);
         Failure.check(ledgers.contains("available") && ledgers.contains("INSTANCEID"),
                 "PulsarClusterMetadataSetup left /ledgers with " + ledgers + ": " + setup.logTail());
+        ledgersAfterSetup = ledgers.stream().sorted().toList();
         metadataSetupSeconds = (System.nanoTime() - start) / 1e9;
     }
 
