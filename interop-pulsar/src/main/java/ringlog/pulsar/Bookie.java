@@ -36,8 +36,16 @@ abstract class Bookie extends Child {
         return "127.0.0.1:" + port;
     }
 
-    /** The directory garbage collection shrinks (ringlog: --data-dir; Java: ledgerDirectories). */
+    /** ringlog: --data-dir; Java: ledgerDirectories. */
     abstract Path dataDirectory();
+
+    /**
+     * The files that hold ledger data, which garbage collection must shrink: ringlog's whole
+     * data directory (segments, indexes, checkpoint); the Java bookie's entry logs
+     * (ledgers/current/N.log), not DbLedgerStorage's RocksDB index directories, whose
+     * write-ahead logs RocksDB preallocates (about 70 MB each at the first write here).
+     */
+    abstract List<Path> ledgerData() throws IOException;
 
     abstract long startTimeoutMs();
 
@@ -111,6 +119,11 @@ abstract class Bookie extends Child {
         }
 
         @Override
+        List<Path> ledgerData() {
+            return List.of(dataDirectory());
+        }
+
+        @Override
         List<String> command() {
             Failure.check(Files.isExecutable(binary), "no ringlog binary at " + binary
                     + ": run `cargo build --release -p server` or set RINGLOG_BIN");
@@ -147,6 +160,18 @@ abstract class Bookie extends Child {
             return List.of(dataDirectory(), dir.resolve("journal"));
         }
 
+        @Override
+        List<Path> ledgerData() throws IOException {
+            Path current = dataDirectory().resolve("current");
+            if (!Files.isDirectory(current)) {
+                return List.of();
+            }
+            try (java.util.stream.Stream<Path> files = Files.list(current)) {
+                return files.filter(f -> f.getFileName().toString().matches("[0-9a-f]+\\.log"))
+                        .toList();
+            }
+        }
+
         /** Every key set; everything else is bookkeeper-server's default. */
         Map<String, String> settings() {
             Map<String, String> settings = new java.util.LinkedHashMap<>();
@@ -160,6 +185,16 @@ abstract class Bookie extends Child {
             settings.put("journalSyncData", "true");
             settings.put("httpServerEnabled", "false");
             settings.put("autoRecoveryDaemonEnabled", "false");
+            // The ledger storage Pulsar's own conf/bookkeeper.conf sets (bookkeeper-server's
+            // default, SortedLedgerStorage, keeps up to 64 MB in memory and journal only, so
+            // its ledger directory does not grow for a while), with small caches for this
+            // JVM's 256 MB of direct memory; it writes the ledger directory at each
+            // checkpoint (flushInterval).
+            settings.put("ledgerStorageClass",
+                    "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage");
+            settings.put("dbStorage_writeCacheMaxSizeMb", "32");
+            settings.put("dbStorage_readAheadCacheMaxSizeMb", "16");
+            settings.put("dbStorage_rocksDB_blockCacheSize", "16777216");
             // As interop/'s gc-delete-ledgers: collection every second over 4 MiB entry logs,
             // with compaction, since entry logs mix ledgers.
             settings.put("gcWaitTime", "1000");

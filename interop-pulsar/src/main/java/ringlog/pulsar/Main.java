@@ -83,6 +83,8 @@ public final class Main {
             } else {
                 System.out.println("# java bookie: jvm " + Bookie.JavaBookie.MEMORY + ", conf "
                         + "(besides ports, dirs, metadataServiceUri) journalSyncData=true"
+                        + " ledgerStorageClass=DbLedgerStorage (write cache 32 MB,"
+                        + " read-ahead 16 MB, RocksDB block cache 16 MB)"
                         + " zkTimeout=4000 gcWaitTime=1000 logSizeLimit=4194304"
                         + " flushInterval=1000 minor/majorCompactionInterval=2/4"
                         + " compactionRateByEntries=100000");

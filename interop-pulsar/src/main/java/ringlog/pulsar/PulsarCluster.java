@@ -178,26 +178,34 @@ final class PulsarCluster implements AutoCloseable {
                 .orElseThrow(() -> new Failure("no bookie with id " + id));
     }
 
-    /** Bytes the bookies' data directories take on disk (du: allocated blocks). */
+    /** Bytes the bookies' ledger data takes on disk (Bookie.ledgerData). */
     long dataBytes() throws IOException, InterruptedException {
-        long total = 0;
+        List<Path> paths = new ArrayList<>();
         for (Bookie bookie : bookies) {
-            total += allocatedBytes(bookie.dataDirectory());
+            paths.addAll(bookie.ledgerData());
         }
-        return total;
+        return allocatedBytes(paths);
     }
 
-    /** `du -s -B1`: allocated blocks, so fallocated but unwritten space counts too. */
-    static long allocatedBytes(Path root) throws IOException, InterruptedException {
-        if (!Files.exists(root)) {
+    /**
+     * `du -s -c -B1`: allocated blocks, so fallocated but unwritten space counts too. A file
+     * removed meanwhile (collection running) makes du complain and exit 1; the total stands.
+     */
+    static long allocatedBytes(List<Path> paths) throws IOException, InterruptedException {
+        List<String> command = new ArrayList<>(List.of("du", "-s", "-c", "-B1"));
+        for (Path path : paths) {
+            command.add(path.toString());
+        }
+        if (paths.isEmpty()) {
             return 0;
         }
-        Process du = new ProcessBuilder("du", "-s", "-B1", root.toString())
-                .redirectError(ProcessBuilder.Redirect.DISCARD).start();
-        String out = new String(du.getInputStream().readAllBytes()).trim();
+        Process du = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.DISCARD)
+                .start();
+        String[] lines = new String(du.getInputStream().readAllBytes()).trim().split("\n");
         du.waitFor();
-        // A file removed while du walks (collection running) makes it exit 1; the total stands.
-        return Long.parseLong(out.split("\\s+")[0]);
+        String total = lines[lines.length - 1];
+        Failure.check(total.endsWith("total"), "du printed no total: " + String.join(" | ", lines));
+        return Long.parseLong(total.split("\\s+")[0]);
     }
 
     @Override
