@@ -134,9 +134,10 @@ disk-full:
 	cd interop && mvn -B -q compile
 	scripts/disk_full.sh $(RELEASE) $(DISK_FULL_MIB)
 
-## Java bookie vs ringlog, same clients and workload, COMPARE_PAIRS (3) alternating pairs of COMPARE_SECONDS (20) runs; report in results/.
+## Java bookie vs ringlog, same clients and workload (also a Pulsar producer), COMPARE_PAIRS (3) alternating pairs of COMPARE_SECONDS (20) runs; report in results/.
 compare: build
 	cd interop && mvn -B -q compile
+	cd interop-pulsar && mvn -B -q compile
 	python3 -c 'import matplotlib' 2>/dev/null || pip install -q matplotlib
 	scripts/compare.sh $(RELEASE) $(RESULTS_DIR) $(COMPARE_PAIRS) $(COMPARE_SECONDS)
 

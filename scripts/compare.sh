@@ -10,6 +10,9 @@
 #   2. ringlog-bench writes, the same workload closed loop, then open loop at 50% and 90% of
 #      the Java bookie's closed-loop throughput in this pair;
 #   3. ringlog-bench writes with one outstanding add (the latency floor);
+#   4. the Pulsar producer benchmark (interop-pulsar Bench: a Pulsar 4.2.4 broker on two
+#      bookies of the kind, E2/W2/A2, pulsar-client producing 1 KiB messages with batching off
+#      and on, 100 and 1,000 outstanding, SECONDS each after 5 s of warm-up);
 # and once per pair ringlog-bench disk (the physical floor).
 # Each bookie's CPU seconds, voluntary context switches (all its threads) and peak RSS are
 # read from /proc around the closed-loop run. scripts/compare_report.py writes the Markdown
@@ -21,6 +24,7 @@ release=${1:?release dir} results_root=${2:?results dir} pairs=${3:-3} seconds=$
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 release=$(cd "$release" && pwd)
 classpath="$root/interop/target/classes:$(cat "$root/interop/target/classpath.txt")"
+pulsar_classpath="$root/interop-pulsar/target/classes:$(cat "$root/interop-pulsar/target/classpath.txt")"
 results="$results_root/compare-$(date -u +%Y%m%d-%H%M%S)"
 work=$(mktemp -d "${TMPDIR:-/tmp}/ringlog-compare.XXXXXX")
 mkdir -p "$results"
@@ -51,6 +55,15 @@ bench_writes() {
   java -cp "$classpath" -Dbookie="$bookie" -Donly=bench-writes -Dbench.time="$seconds" \
     -Dbench.v2="$v2" "${java_props[@]}" ringlog.interop.Main >"$out.log" 2>&1 || true
   grep -E "^(PASS|FAIL) bench-writes" "$out.log" >"$out.txt" || echo "FAIL bench-writes no result line" >"$out.txt"
+  cat "$out.txt"
+}
+
+# The Pulsar producer benchmark on two bookies of one kind: four BENCH lines.
+pulsar_bench() {
+  local bookie=$1 out=$2
+  java -Xmx512m -cp "$pulsar_classpath" -Dbookie="$bookie" -Dbench.seconds="$seconds" \
+    "${java_props[@]}" ringlog.pulsar.Bench >"$out.log" 2>&1 || true
+  grep -E "^BENCH " "$out.log" >"$out.txt" || echo "FAILED no BENCH line (see $out.log)" >"$out.txt"
   cat "$out.txt"
 }
 
@@ -129,6 +142,8 @@ for pair in $(seq 1 "$pairs"); do
       bench_writes "$bookie" "$wire" "$results/pair$pair-$bookie-btl-$wire"
     done
     drive "$bookie" "$pair" "$java_ops"
+    echo "== pair $pair, $bookie, Pulsar producer benchmark"
+    pulsar_bench "$bookie" "$results/pair$pair-$bookie-pulsar"
     if [[ $bookie == java ]]; then
       java_ops=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['ops_per_sec'])" \
         "$results/pair$pair-java-closed.json")

@@ -154,6 +154,48 @@ def btl_table(results, pairs, wire):
     return lines
 
 
+def pulsar_runs(results, pair, bookie):
+    """{(batching, outstanding): key=value dict} of one Pulsar benchmark run's BENCH lines."""
+    try:
+        text = (results / f"pair{pair}-{bookie}-pulsar.txt").read_text()
+    except OSError:
+        return {}
+    runs = {}
+    for line in text.splitlines():
+        if line.startswith("BENCH "):
+            values = dict(re.findall(r"(\w+)=([^\s]+)", line))
+            runs[(values["batching"], values["outstanding"])] = values
+    return runs
+
+
+def pulsar_table(results, pairs):
+    lines = ["### Pulsar producer (interop-pulsar Bench: Pulsar 4.2.4 broker, 2 bookies, "
+             "E2/W2/A2, 1 KiB)", "",
+             "| batching, outstanding | metric | Java bookie | ringlog | "
+             "ringlog / Java, per pair | median ratio |",
+             "|---|---|---|---|---|---|"]
+    runs = {bookie: [pulsar_runs(results, pair, bookie) for pair in range(1, pairs + 1)]
+            for bookie in BOOKIES}
+    for batching in ("off", "on"):
+        for outstanding in ("100", "1000"):
+            for label, key, digits in (("msgs/s", "msgs_s", 0), ("p50 ms", "p50_ms", 2),
+                                       ("p99 ms", "p99_ms", 2), ("max ms", "max_ms", 2),
+                                       ("errors", "errors", 0)):
+                values = {}
+                for bookie in BOOKIES:
+                    values[bookie] = [float(run[(batching, outstanding)][key])
+                                      if (batching, outstanding) in run else None
+                                      for run in runs[bookie]]
+                ratios = [ratio(r, j) for r, j in zip(values["ringlog"], values["java"])]
+                lines.append(f"| {batching}, {outstanding} | {label} | "
+                             f"{fmt(median(values['java']), digits)} | "
+                             f"{fmt(median(values['ringlog']), digits)} | "
+                             f"{', '.join(fmt(r, 2) for r in ratios)} | "
+                             f"{fmt(median(ratios), 2)} |")
+    lines.append("")
+    return lines
+
+
 def floor_lines(results, pairs):
     disk = [load_json(results / f"pair{pair}-disk.json") for pair in range(1, pairs + 1)]
     dsync = [load_json(results / f"pair{pair}-disk-dsync.json") for pair in range(1, pairs + 1)]
@@ -225,6 +267,7 @@ def main():
     lines += table(results, pairs, "open50", "open loop at 50% of the Java bookie's ops/s", False)
     lines += table(results, pairs, "open90", "open loop at 90% of the Java bookie's ops/s", False)
     lines += table(results, pairs, "qd1", "one outstanding add", False)
+    lines += pulsar_table(results, pairs)
     lines += floor_lines(results, pairs)
     lines += [f"![latency spectrum]({plot(results, pairs)})", ""]
     (results / "report.md").write_text("\n".join(lines))

@@ -27,6 +27,7 @@ public final class Bench {
 
     public static void main(String[] arguments) {
         Runtime.getRuntime().addShutdownHook(new Thread(Child::killAllSpawned));
+        Main.quietClientLogging();
         int status = 0;
         try {
             run();

@@ -36,10 +36,14 @@ public final class Main {
 
     private Main() {}
 
+    static void quietClientLogging() {
+        OPENTELEMETRY_LOG.setLevel(java.util.logging.Level.WARNING);
+    }
+
     public static void main(String[] arguments) {
         // Interrupted (Ctrl-C, SIGTERM) or done: no bookie or broker outlives the suite.
         Runtime.getRuntime().addShutdownHook(new Thread(Child::killAllSpawned));
-        OPENTELEMETRY_LOG.setLevel(java.util.logging.Level.WARNING);
+        quietClientLogging();
         int status;
         try {
             status = run();
