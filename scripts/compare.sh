@@ -12,7 +12,8 @@
 #   3. ringlog-bench writes with one outstanding add (the latency floor);
 #   4. the Pulsar producer benchmark (interop-pulsar Bench: a Pulsar 4.2.4 broker on two
 #      bookies of the kind, E2/W2/A2, pulsar-client producing 1 KiB messages with batching off
-#      and on, 100 and 1,000 outstanding, SECONDS each after 5 s of warm-up);
+#      and on, 100 and 1,000 outstanding, SECONDS each after 5 s of warm-up), ringlog both
+#      unpinned and pinned (bookie N's one shard on core N);
 # and once per pair ringlog-bench disk (the physical floor).
 # Each bookie's CPU seconds, voluntary context switches (all its threads) and peak RSS are
 # read from /proc around the closed-loop run. scripts/compare_report.py writes the Markdown
@@ -58,11 +59,12 @@ bench_writes() {
   cat "$out.txt"
 }
 
-# The Pulsar producer benchmark on two bookies of one kind: four BENCH lines.
+# The Pulsar producer benchmark on two bookies of one kind: four BENCH lines. pinned=true
+# pins ringlog bookie N's shard to core N.
 pulsar_bench() {
-  local bookie=$1 out=$2
+  local bookie=$1 out=$2 pinned=${3:-false}
   java -Xmx512m -cp "$pulsar_classpath" -Dbookie="$bookie" -Dbench.seconds="$seconds" \
-    "${java_props[@]}" ringlog.pulsar.Bench >"$out.log" 2>&1 || true
+    -Dringlog.pinned="$pinned" "${java_props[@]}" ringlog.pulsar.Bench >"$out.log" 2>&1 || true
   grep -E "^BENCH " "$out.log" >"$out.txt" || echo "FAILED no BENCH line (see $out.log)" >"$out.txt"
   cat "$out.txt"
 }
@@ -144,6 +146,10 @@ for pair in $(seq 1 "$pairs"); do
     drive "$bookie" "$pair" "$java_ops"
     echo "== pair $pair, $bookie, Pulsar producer benchmark"
     pulsar_bench "$bookie" "$results/pair$pair-$bookie-pulsar"
+    if [[ $bookie == ringlog ]]; then
+      echo "== pair $pair, ringlog pinned (bookie N on core N), Pulsar producer benchmark"
+      pulsar_bench ringlog "$results/pair$pair-ringlog-pinned-pulsar" true
+    fi
     if [[ $bookie == java ]]; then
       java_ops=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['ops_per_sec'])" \
         "$results/pair$pair-java-closed.json")

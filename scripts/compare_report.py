@@ -168,14 +168,15 @@ def pulsar_runs(results, pair, bookie):
     return runs
 
 
-def pulsar_table(results, pairs):
+def pulsar_table(results, pairs, ringlog_kind, layout):
+    """ringlog_kind: "ringlog" (unpinned) or "ringlog-pinned", against the same Java runs."""
     lines = ["### Pulsar producer (interop-pulsar Bench: Pulsar 4.2.4 broker, 2 bookies, "
-             "E2/W2/A2, 1 KiB)", "",
+             f"E2/W2/A2, 1 KiB), ringlog {layout}", "",
              "| batching, outstanding | metric | Java bookie | ringlog | "
              "ringlog / Java, per pair | median ratio |",
              "|---|---|---|---|---|---|"]
-    runs = {bookie: [pulsar_runs(results, pair, bookie) for pair in range(1, pairs + 1)]
-            for bookie in BOOKIES}
+    runs = {bookie: [pulsar_runs(results, pair, kind) for pair in range(1, pairs + 1)]
+            for bookie, kind in (("java", "java"), ("ringlog", ringlog_kind))}
     for batching in ("off", "on"):
         for outstanding in ("100", "1000"):
             for label, key, digits in (("msgs/s", "msgs_s", 0), ("p50 ms", "p50_ms", 2),
@@ -267,7 +268,8 @@ def main():
     lines += table(results, pairs, "open50", "open loop at 50% of the Java bookie's ops/s", False)
     lines += table(results, pairs, "open90", "open loop at 90% of the Java bookie's ops/s", False)
     lines += table(results, pairs, "qd1", "one outstanding add", False)
-    lines += pulsar_table(results, pairs)
+    lines += pulsar_table(results, pairs, "ringlog", "unpinned")
+    lines += pulsar_table(results, pairs, "ringlog-pinned", "pinned (bookie N's shard on core N)")
     lines += floor_lines(results, pairs)
     lines += [f"![latency spectrum]({plot(results, pairs)})", ""]
     (results / "report.md").write_text("\n".join(lines))

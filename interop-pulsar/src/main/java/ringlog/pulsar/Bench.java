@@ -14,9 +14,10 @@ import org.apache.pulsar.client.api.PulsarClient;
 /**
  * `make compare`'s Pulsar producer benchmark: a fresh cluster (ZooKeeper, metadata setup,
  * -Dbench.bookies bookies of -Dbookie, default 2, the issue's layout: E2/W2/A2, so each bookie
- * takes every entry; one broker), then per workload a new topic and a pulsar-client producer
- * keeping OUTSTANDING 1 KiB messages in flight for -Dbench.warmup seconds (not counted) and
- * -Dbench.seconds measured. One line per workload:
+ * takes every entry; ringlog's pinned to a core each with -Dringlog.pinned=true; one broker),
+ * then per workload a new topic and a pulsar-client producer keeping OUTSTANDING 1 KiB
+ * messages in flight for -Dbench.warmup seconds (not counted) and -Dbench.seconds measured.
+ * One line per workload:
  *
  * <pre>BENCH batching=off outstanding=100 msgs_s=.. p50_ms=.. p99_ms=.. max_ms=.. errors=0</pre>
  *
@@ -47,8 +48,11 @@ public final class Bench {
         Files.createDirectories(options.baseDir());
         Path dir = Files.createTempDirectory(options.baseDir(), "ringlog-pulsar-bench-");
         try (PulsarCluster cluster = PulsarCluster.start(options, dir, bookies)) {
-            System.out.printf("# bench: bookie=%s bookies=%d E2/W2/A2 seconds=%d warmup=%d"
-                    + " size=%d%n", options.bookie(), bookies, seconds, warmup, Messages.SIZE);
+            System.out.printf("# bench: bookie=%s bookies=%d%s E2/W2/A2 seconds=%d warmup=%d"
+                    + " size=%d%n", options.bookie(), bookies,
+                    options.bookie().equals("ringlog") && Boolean.getBoolean("ringlog.pinned")
+                            ? " pinned (bookie N: --cores N)" : "",
+                    seconds, warmup, Messages.SIZE);
             PulsarClient client = cluster.client();
             for (boolean batching : new boolean[] {false, true}) {
                 for (int outstanding : new int[] {100, 1000}) {

@@ -26,10 +26,17 @@ abstract class Bookie extends Child {
         this.port = freePort();
     }
 
-    static Bookie create(Options options, String name, Path dir, ZooKeeperHost zk)
+    /**
+     * Bookie number `index` of the cluster. With -Dringlog.pinned=true (the benchmark's pinned
+     * layout), ringlog bookie N runs its one shard pinned to core N modulo the cores.
+     */
+    static Bookie create(Options options, int index, Path dir, ZooKeeperHost zk)
             throws IOException {
+        String name = "bookie-" + index;
+        Integer core = Boolean.getBoolean("ringlog.pinned")
+                ? index % Runtime.getRuntime().availableProcessors() : null;
         return options.bookie().equals("java") ? new JavaBookie(name, dir, zk)
-                : new RinglogBookie(name, dir, zk, options.ringlogBinary());
+                : new RinglogBookie(name, dir, zk, options.ringlogBinary(), core);
     }
 
     final String id() {
@@ -102,10 +109,14 @@ abstract class Bookie extends Child {
                 "--gc-interval-ms", "2000", "--segment-size", "4194304",
                 "--segment-recycle-max", "0");
         private final Path binary;
+        /** --cores: the one core its shard is pinned to, or null (unpinned, the default). */
+        private final Integer core;
 
-        RinglogBookie(String name, Path dir, ZooKeeperHost zk, Path binary) throws IOException {
+        RinglogBookie(String name, Path dir, ZooKeeperHost zk, Path binary, Integer core)
+                throws IOException {
             super(name, dir, zk);
             this.binary = binary;
+            this.core = core;
         }
 
         @Override
@@ -132,6 +143,9 @@ abstract class Bookie extends Child {
                     "--zk", zk.connectString(), "--zk-root", ZooKeeperHost.LEDGERS,
                     "--advertised-address", id()));
             command.addAll(FLAGS);
+            if (core != null) {
+                command.addAll(List.of("--cores", core.toString()));
+            }
             return command;
         }
 

@@ -58,7 +58,7 @@ final class PulsarCluster implements AutoCloseable {
         try {
             cluster.setUpMetadata();
             for (int index = 0; index < bookieCount; index++) {
-                cluster.bookies.add(Bookie.create(options, "bookie-" + index,
+                cluster.bookies.add(Bookie.create(options, index,
                         dir.resolve("bookie-" + index), cluster.zk));
             }
             cluster.startBookies();
