@@ -543,7 +543,7 @@ impl<D: Disk> Journal<D> {
                 commit.synced = result == 0;
                 commit.synced
             }
-            DiskOp::Read => unreachable!("commits do not read"),
+            DiskOp::Read | DiskOp::File => unreachable!("commits neither read nor change files"),
         };
         if !ok {
             // A failed or short write, or a failed (or cancelled) fsync: never retried.
