@@ -126,7 +126,9 @@ fn entries_of_ledger(entries: Vec<LoggedEntry>, ledger: i64) -> Result<Vec<Logge
         .filter(|entry| entry.ledger_id == ledger)
         .collect();
     if kept.is_empty() {
-        return Err(format!("--ledger {ledger}: the verify log has no entry of it"));
+        return Err(format!(
+            "--ledger {ledger}: the verify log has no entry of it"
+        ));
     }
     Ok(kept)
 }
