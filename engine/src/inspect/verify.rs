@@ -351,14 +351,23 @@ fn records_check(
     let Some(index) = index else {
         return Ok(Ok((records, found)));
     };
+    Ok(index_agrees(index, found, first, last).map(|()| (records, index.data_end)))
+}
+
+/// The walk's end and first and last record against what the index records.
+fn index_agrees(
+    index: &IndexHeader,
+    found: u64,
+    first: Option<Sequence>,
+    last: Option<(Sequence, u32)>,
+) -> Result<(), (Option<u64>, ProblemReason)> {
     if found < index.data_end {
-        return Ok(Err((
-            Some(found),
-            ProblemReason::DataEnd {
-                index: index.data_end,
-                found,
-            },
-        )));
+        let data_end = index.data_end;
+        let reason = ProblemReason::DataEnd {
+            index: data_end,
+            found,
+        };
+        return Err((Some(found), reason));
     }
     let agrees = match (first, last) {
         (Some(first), Some((sequence_last, checksum_last))) => {
@@ -369,9 +378,9 @@ fn records_check(
         _ => true,
     };
     if !agrees {
-        return Ok(Err((None, ProblemReason::IndexDisagrees)));
+        return Err((None, ProblemReason::IndexDisagrees));
     }
-    Ok(Ok((records, index.data_end)))
+    Ok(())
 }
 
 /// Checks sealed segment `segment`'s index file; returns its header when it verifies.

@@ -4,7 +4,7 @@
 use super::{line, locks_take, AdminError, Outcome};
 use clap::Args;
 use engine::file_name::parse_file_name;
-use engine::inspect::walk::{SegmentWalk, WalkBad, WalkEnd, WalkStep};
+use engine::inspect::walk::{SegmentWalk, WalkBad, WalkEnd, WalkRecord, WalkStep};
 use engine::record::RecordKind;
 use engine::FileId;
 use std::io::Write;
@@ -72,29 +72,31 @@ pub fn run(args: &SegmentArgs, out: &mut impl Write) -> Result<Outcome, AdminErr
                 return Ok(outcome);
             }
         };
-        let header = record.header;
         if record.payload.is_err() {
             outcome = Outcome::Damaged;
         }
-        line(
-            out,
-            format_args!(
-                "record position={} kind={} ledger={} entry={} payload={} sequence={} \
-                 commit_first={} crc={}",
-                record.position.0,
-                kind_name(header.kind),
-                header.ledger.0,
-                header.entry.0,
-                header.payload_size,
-                header.sequence.0,
-                if header.commit_first { "yes" } else { "no" },
-                match record.payload {
-                    Ok(()) => "ok".to_string(),
-                    Err(error) => format!("bad({error:?})"),
-                }
-            ),
-        )?;
+        line(out, format_args!("{}", record_text(&record)))?;
     }
+}
+
+/// The `record` line.
+fn record_text(record: &WalkRecord) -> String {
+    let header = record.header;
+    format!(
+        "record position={} kind={} ledger={} entry={} payload={} sequence={} \
+         commit_first={} crc={}",
+        record.position.0,
+        kind_name(header.kind),
+        header.ledger.0,
+        header.entry.0,
+        header.payload_size,
+        header.sequence.0,
+        if header.commit_first { "yes" } else { "no" },
+        match record.payload {
+            Ok(()) => "ok".to_string(),
+            Err(error) => format!("bad({error:?})"),
+        }
+    )
 }
 
 /// The `end` line. Where the walk stops is not judged here: zeros at a sector boundary are
