@@ -454,3 +454,38 @@ fn verify_and_ledgers_read_recycled_and_compacted_segments() {
     );
     assert_eq!(before, snapshot(&dir.0), "nothing was written");
 }
+
+#[test]
+fn verify_names_a_corrupt_index_page_and_checkpoint() {
+    if !uring_available() {
+        return;
+    }
+    let dir = journal_known("admin-index");
+    let data_dir = dir.0.to_str().unwrap();
+    // Segment 0's index: a header sector, a run table of one sector, then slot pages.
+    let index = dir.0.join("shard-0/0000000000.index");
+    let runs = 8192;
+    flip_byte(&index, runs + 10);
+    let output = ringlog(&["verify", "--data-dir", data_dir]);
+    assert_eq!(output.code, 3, "{}", output.stdout);
+    let expected = format!("damaged shard=0 file=0000000000.index position={runs} ");
+    assert!(output.stdout.contains(&expected), "{}", output.stdout);
+    let output = ringlog(&["ledger", "1", "--data-dir", data_dir]);
+    assert_eq!(output.code, 3, "{}", output.stdout);
+    assert!(
+        output.stdout.contains("reason=page-checksum"),
+        "{}",
+        output.stdout
+    );
+    flip_byte(&index, runs + 10);
+    flip_byte(&dir.0.join("shard-0/checkpoint"), 20);
+    let output = ringlog(&["verify", "--data-dir", data_dir]);
+    assert_eq!(output.code, 3, "{}", output.stdout);
+    assert!(
+        output
+            .stdout
+            .contains("damaged shard=0 file=checkpoint reason=\"checkpoint: checksum"),
+        "{}",
+        output.stdout
+    );
+}
