@@ -410,14 +410,9 @@ impl<D: Disk> Journal<D> {
         if self.commits.is_poisoned() {
             return;
         }
-        if let Some((segment, start, end)) = self.commits.staging_ready() {
-            if self.zero_ahead.blocks(segment, start, end) {
-                // The zero write lands in a few milliseconds; its completion brings the
-                // shard back here. Writing now could let the zeros land after the data.
-                self.stats.zero_ahead_waits += 1;
-            } else {
-                self.submit_staging();
-            }
+        if self.commits.staging_ready().is_some() {
+            // Waits while a zero-ahead write in flight overlaps it (`submit_staging`).
+            self.submit_staging();
         }
         if self.segments.start_due() {
             let recycled_from = self.segment_recycle_take();
