@@ -171,7 +171,23 @@ impl SegmentWalk {
     pub fn next_step(&mut self) -> io::Result<WalkStep> {
         loop {
             let position = self.position;
-            if self.ended || position + to_u64(RECORD_HEADER_SIZE) > self.file_size {
+            let room_for_header = position + to_u64(RECORD_HEADER_SIZE) <= self.file_size;
+            if !self.ended
+                && !room_for_header
+                && position < self.file_size
+                && position % SECTOR != 0
+            {
+                // The last record ends within the file's last sector, too close to its end for
+                // another header: the rest is the commit's zero padding, and the data runs to
+                // the end of the sector, as the index's data end says.
+                let gap = to_usize(self.file_size - position);
+                if self.bytes(position, gap)?.iter().any(|&byte| byte != 0) {
+                    return Ok(self.end_bad(position, WalkBad::Padding));
+                }
+                self.position = self.file_size;
+                continue;
+            }
+            if self.ended || !room_for_header {
                 self.ended = true;
                 let end = position.min(self.file_size);
                 return Ok(WalkStep::End(WalkEnd::Clean {

@@ -489,3 +489,52 @@ fn verify_names_a_corrupt_index_page_and_checkpoint() {
         output.stdout
     );
 }
+
+/// A sealed segment whose last record ends less than a record header before the segment's
+/// end (the rest is the last commit's zero padding) verifies clean: its data runs to the
+/// end, as its index says. (`verify` reported such segments as damaged.)
+#[test]
+fn verify_accepts_a_last_record_ending_just_before_the_segment_end() {
+    if !uring_available() {
+        return;
+    }
+    let dir = TestDir::new("admin-verify-tight-end");
+    let config = Config {
+        segment_size: 64 * 1024,
+        ..Config::default()
+    };
+    let ring = Rc::new(RefCell::new(Ring::new(256).unwrap()));
+    let disk = UringDisk::open(ring.clone(), &dir.0.join("shard-0"), true).unwrap();
+    let mut journal = Journal::open(disk, config).unwrap();
+    // One record of 4088 bytes per commit: each commit is one sector with 8 bytes of padding,
+    // so the last commit of a segment ends 8 bytes before the segment does.
+    let payload = 4096 - 8 - 64;
+    assert_eq!(engine::record::record_size(payload), 4096 - 8);
+    for entry in 0..40 {
+        let mut data = body(7, entry);
+        data.resize(payload, 0xAB);
+        let token = u64::try_from(entry).unwrap();
+        let options = AddOptions::default();
+        journal
+            .add(token, LedgerId(7), EntryId(entry), &KEY, &data, options)
+            .unwrap();
+        settle(&ring, &mut journal);
+    }
+    drop(journal);
+    let data_dir = dir.0.to_str().unwrap();
+    let segment = ringlog(&["segment", &format!("{data_dir}/shard-0/0000000001.segment")]);
+    assert!(
+        segment.stdout.contains("position=61440 ") && segment.stdout.contains("end position=65536"),
+        "{}",
+        segment.stdout
+    );
+    let output = ringlog(&["verify", "--data-dir", data_dir]);
+    assert_eq!(output.code, 0, "{}{}", output.stdout, output.stderr);
+    assert!(
+        output
+            .stdout
+            .contains("verify result=ok shards=1 problems=0"),
+        "{}",
+        output.stdout
+    );
+}
