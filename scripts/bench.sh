@@ -56,6 +56,10 @@ echo "== server: peak RSS $((hwm_kib / 1024)) MiB, CPU $(awk -v t="$cpu_ticks" -
 kill -TERM "$server_pid"
 wait "$server_pid" || echo "server exited with status $?" >&2
 server_pid=
+# Everything the run wrote, checked offline: every record, sealed index and checkpoint.
+"$release/ringlog" verify --data-dir "$run/data" >"$run/verify.txt" 2>&1 ||
+  { grep -v "status=ok" "$run/verify.txt" | head -n 20 >&2; echo "ringlog verify found damage" >&2; exit 1; }
+echo "== $(tail -n 1 "$run/verify.txt")"
 echo "== server shutdown summary"
 cat "$run/server.log"
 python3 "$(dirname "$0")/bench_summary.py" "${summary_args[@]}" writes-seed="$run/seed.json"

@@ -154,6 +154,13 @@ measure() {
   wait "$server_pid" || status=$?
   server_pid=
   printf '%s\n' "$status" >"$run/$label.status"
+  # Everything left in the data directory, checked offline (recycled and compacted segments,
+  # indexes, checkpoint): damage fails the run, whatever the targets.
+  if ! "$release/ringlog" verify --data-dir "$data" >"$run/verify-$label.txt" 2>&1; then
+    grep -v "status=ok" "$run/verify-$label.txt" | head -n 20 >&2
+    die "ringlog verify found damage in the $label run's data"
+  fi
+  echo "   $(tail -n 1 "$run/verify-$label.txt")"
   grep "^ringlog: gc: " "$log" | tail -n 3 | sed 's/^/   server: /' || true
   rm -rf "$data"
 }

@@ -154,10 +154,22 @@ crash_loop() {
   kill -TERM "$server_pid"
   wait "$server_pid" || die "the server's final graceful stop failed"
   server_pid=
+  verify_offline
   elapsed=$(($(date +%s) - started))
   echo "crash loop: cycles run $cycles, entries acked $acked_total, entries lost $lost_total" \
     "(final re-check: $final_lost), $elapsed s"
   ((lost_total == 0 && final_lost == 0))
+}
+
+# `ringlog verify` on the stopped server's data: every record, sealed index and checkpoint
+# checksummed, offline (exit 0 only when nothing is damaged).
+verify_offline() {
+  local out
+  if ! out=$("$release/ringlog" verify --data-dir "$data" 2>&1); then
+    echo "$out" | grep -v "status=ok" | head -n 20 >&2
+    die "ringlog verify found damage in $data"
+  fi
+  echo "   $(echo "$out" | tail -n 1)"
 }
 
 # --- CRASH_DELETES=1 -------------------------------------------------------------------------
@@ -405,6 +417,7 @@ finish_deletes() {
   kill -TERM "$server_pid"
   wait "$server_pid" || die "the server's final graceful stop failed"
   server_pid=
+  verify_offline
   elapsed=$(($(date +%s) - started))
   echo "== final check after $((starts - 1)) restarts ($cycles SIGKILLs, then SIGTERMs):" \
     "$count live entries verified, $missing lost, $corrupt corrupt, $read_errors read errors;" \

@@ -56,6 +56,11 @@ pub struct ReadsArgs {
     /// whose reads all answered missing in this run.
     #[arg(long, requires = "deleted")]
     pub deleted_out: Option<PathBuf>,
+    /// Read only this ledger's logged entries, in entry order, as a catch-up consumer of one
+    /// topic does (the report's MB/s is then that ledger's read rate). Default: every
+    /// ledger in the log, all at once.
+    #[arg(long, conflicts_with = "deleted")]
+    pub ledger: Option<i64>,
 }
 
 /// Reads and checks everything; `Err` if any entry is missing, corrupt or failed to read.
@@ -73,6 +78,9 @@ pub fn run(args: &ReadsArgs) -> Result<(), String> {
         .map(DeletedLedgers::read)
         .transpose()?;
     let mut entries = sorted_unique(contents.entries)?;
+    if let Some(ledger) = args.ledger {
+        entries = entries_of_ledger(entries, ledger)?;
+    }
     if let Some(deleted) = &deleted {
         entries = entries_to_read(entries, deleted, args.deleted_only);
     }
@@ -109,6 +117,20 @@ pub fn run(args: &ReadsArgs) -> Result<(), String> {
             .map_err(|error| format!("writing {}: {error}", path.display()))?;
     }
     checker.verdict()
+}
+
+/// The logged entries of `ledger` (`--ledger`), in entry order; an error if the log has none.
+fn entries_of_ledger(entries: Vec<LoggedEntry>, ledger: i64) -> Result<Vec<LoggedEntry>, String> {
+    let kept: Vec<LoggedEntry> = entries
+        .into_iter()
+        .filter(|entry| entry.ledger_id == ledger)
+        .collect();
+    if kept.is_empty() {
+        return Err(format!(
+            "--ledger {ledger}: the verify log has no entry of it"
+        ));
+    }
+    Ok(kept)
 }
 
 /// The logged entries a run with `--deleted` reads: of a collected ledger only its first and

@@ -55,6 +55,13 @@ pub const READS_IN_FLIGHT_MAX: usize = 64;
 /// Size of each read buffer: one largest record, sector-aligned at both ends.
 pub const READ_BUFFER_SIZE: usize = align_up_const(RECORD_SIZE_MAX, SECTOR_SIZE) + SECTOR_SIZE;
 
+/// Most steps one `Disk::submit_file_ops` takes (a dead segment's reuse: its index's unlink,
+/// its rename, the directory's fsync).
+pub const FILE_OPS_MAX: usize = 4;
+/// Most `Disk::submit_file_ops` sequences in flight on one disk: one each for segment
+/// preparation, sealing, dead-segment removal and compaction.
+pub const FILE_OPS_IN_FLIGHT_MAX: usize = 4;
+
 /// A sealed segment's index and the checkpoint are written in chunks of this size, one in
 /// flight, so sealing interleaves with commits instead of queueing ahead of them.
 pub const SEAL_CHUNK_SIZE: usize = 1024 * 1024;

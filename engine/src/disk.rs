@@ -38,6 +38,43 @@ pub enum DiskOp {
     Sync,
     /// A read into a buffer.
     Read,
+    /// A sequence of directory changes (`Disk::submit_file_ops`).
+    File,
+}
+
+/// One step of `Disk::submit_file_ops`: a change to the journal's directory made off the
+/// shard thread. Creating, renaming and unlinking files wait for the file system's journal
+/// (ext4 takes a journal handle for each, and an unlink frees the file's extents there): as
+/// blocking calls they stalled a churning shard for up to tens of milliseconds at a time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileOp {
+    /// As `Disk::file_create`: the temporary of `id`, `size` bytes allocated. A descriptor
+    /// open for `id` is closed at submission; `id` addresses the new file once the step is
+    /// done.
+    Create { id: FileId, size: u64 },
+    /// The temporary of `id` renamed to its published name, atomically replacing a published
+    /// file of that name. `id` keeps its descriptor.
+    Publish { id: FileId },
+    /// The temporary of `from` renamed over the published `to` (compaction's copy replacing
+    /// its segment). `to`'s descriptor is closed at submission, while the old file still has
+    /// a name, so the rename, off the shard, is what frees its blocks; the caller makes sure
+    /// nothing of its own is in flight on it. Done: `to` addresses the new file and `from`
+    /// nothing. Failed: `to` addresses the old file again.
+    Replace { from: FileId, to: FileId },
+    /// The published `from` renamed to the temporary of `to` (replacing a stale temporary of
+    /// that name): a dead segment's file becomes the next segment's preparation, its blocks
+    /// already allocated and written (`journal/segments.rs`). Done: `to` addresses it and
+    /// `from` nothing. The caller syncs the directory before it writes to the file, so a
+    /// crash can never show `from`'s name on `to`'s contents.
+    Recycle { from: FileId, to: FileId },
+    /// The published file of `id` unlinked; its descriptor is closed at submission (so the
+    /// unlink, off the shard, frees its blocks). A file already gone counts as removed.
+    Remove { id: FileId },
+    /// An fsync of the directory: every step before it is durable once it is done. Until
+    /// then a crash may undo any of them; file systems that journal metadata make directory
+    /// changes durable in the order they were made, so one sync covers every change before
+    /// it.
+    SyncDirectory,
 }
 
 /// One finished asynchronous operation: `result` is bytes transferred or `-errno`.
@@ -115,33 +152,15 @@ pub trait Disk {
     /// file of that name, and fsyncs the directory: the new file is durable under its name
     /// when this returns. `id` keeps its descriptor.
     fn file_publish(&mut self, id: FileId) -> io::Result<()>;
-    /// Renames the temporary of `id` to its published name, atomically replacing a published
-    /// file of that name, without syncing the directory: the new name is durable once a later
-    /// directory sync (`submit_sync_directory`, or any call here that syncs the directory)
-    /// completes, and until then a crash may bring back the temporary or the old file. File
-    /// systems that journal metadata make directory changes durable in the order they were
-    /// made, so one sync covers every change before it. `id` keeps its descriptor.
-    fn file_publish_unsynced(&mut self, id: FileId) -> io::Result<()>;
-    /// Closes the descriptor of `id`, if open, and deletes its published file without
-    /// syncing the directory (durable with the next directory sync, as above).
-    fn file_remove_unsynced(&mut self, id: FileId) -> io::Result<()>;
+    /// Submits `ops` to be done in order, off the shard thread: one `DiskOp::File` completion
+    /// when the last is done (result 0) or when one fails (its `-errno`; the ones after it
+    /// are not done). At most `FILE_OPS_MAX` steps, and until the completion nothing may
+    /// rely on any of them (a crash may have done any prefix of them).
+    fn submit_file_ops(&mut self, token: DiskToken, ops: &[FileOp]) -> Result<(), SubmitError>;
     /// Submits an fsync of the directory: every rename and unlink made before this call is
     /// durable when it completes (`DiskOp::Sync`). The shard serves on meanwhile, where the
     /// blocking calls above would stall it for as long as the file system's journal commit.
     fn submit_sync_directory(&mut self, token: DiskToken) -> Result<(), SubmitError>;
-    /// Renames the temporary of `from` to the published name of `to`, atomically replacing
-    /// the file published there, and fsyncs the directory (compaction: a segment's compacted
-    /// copy replaces the segment). From here on `to` addresses the new file and `from`
-    /// nothing; the caller makes sure no operation on the old `to` is in flight.
-    fn file_replace(&mut self, from: FileId, to: FileId) -> io::Result<()>;
-    /// Renames the published file `from` to the temporary name of `to` (replacing a stale
-    /// temporary of that name), without syncing the directory, and returns its size: a
-    /// removed segment's file becomes the next segment's preparation, its blocks already
-    /// allocated and written (`journal/segments.rs`). From here on `to` addresses it, as after
-    /// `file_create`, and `from` nothing. The caller syncs the directory
-    /// (`submit_sync_directory`) before it writes to the file, so a crash can never show
-    /// `from`'s name on `to`'s contents.
-    fn file_recycle(&mut self, from: FileId, to: FileId) -> io::Result<u64>;
     /// Closes the descriptor of `id`, if open, and deletes its temporary if there is one (an
     /// abandoned preparation; nothing depends on it being gone, so errors are ignored).
     fn file_discard(&mut self, id: FileId);

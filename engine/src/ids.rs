@@ -33,7 +33,7 @@ pub enum FileId {
     /// The directory's checkpoint file, `checkpoint`.
     Checkpoint,
     /// The compacted copy of sealed segment `NNNNNNNNNN.segment`, while it is written. It is
-    /// only ever a temporary: `Disk::file_replace` renames it over the segment.
+    /// only ever a temporary: `FileOp::Replace` renames it over the segment.
     SegmentCompacted(SegmentId),
     /// The index of that compacted copy, likewise renamed over `NNNNNNNNNN.index`.
     IndexCompacted(SegmentId),

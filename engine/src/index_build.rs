@@ -204,12 +204,26 @@ impl IndexWriter {
                 let offset = self.cursor_offset + k;
                 let slot = match source {
                     SlotSource::Index(index) => {
-                        let open = index
-                            .open_segment_slots(run.ledger, segment)
-                            .expect("a segment's entry arrays stay until its index is durable");
-                        let entry = run.entry_first.0
-                            + i64::try_from(offset).expect("slot offsets fit i64");
-                        open_slot(open.entry_base, &open.slots, EntryId(entry))
+                        match index.open_segment_slots(run.ledger, segment) {
+                            Some(open) => {
+                                let entry = run.entry_first.0
+                                    + i64::try_from(offset).expect("slot offsets fit i64");
+                                open_slot(open.entry_base, &open.slots, EntryId(entry))
+                            }
+                            None => {
+                                // Deleted while the index is written (its file is created and
+                                // written over several turns): the run stays listed, its slots
+                                // holes. Nothing reads them: `Index::seal` skips a deleted
+                                // ledger's runs, and until the checkpoint that covers this
+                                // segment (and holds the tombstone) is durable, open scans
+                                // the segment instead of using its index.
+                                assert!(
+                                    index.is_deleted(run.ledger),
+                                    "a segment's entry arrays stay until its index is durable"
+                                );
+                                None
+                            }
+                        }
                     }
                     SlotSource::Table(table) => {
                         Some(table[to_usize(run.slot_first + offset)]).filter(OpenSlot::is_held)

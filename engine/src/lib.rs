@@ -25,6 +25,7 @@ pub mod ids;
 pub mod index;
 pub mod index_build;
 pub mod index_file;
+pub mod inspect;
 pub mod journal;
 pub mod record;
 mod recovery;

@@ -9,6 +9,7 @@
 //! protobuf messages) is the `wire` crate.
 #![forbid(unsafe_code)]
 
+pub mod admin;
 pub mod config;
 mod connection;
 pub mod data_dirs;

@@ -1,6 +1,6 @@
 //! Tests of what `reads --deleted` reads.
 
-use super::entries_to_read;
+use super::{entries_of_ledger, entries_to_read};
 use crate::deleted_ledgers::DeletedLedgers;
 use crate::verify_log::LoggedEntry;
 
@@ -37,4 +37,18 @@ fn collected_ledgers_are_sampled_and_deleted_only_drops_the_live() {
     let none = DeletedLedgers::parse("").expect("empty");
     assert_eq!(entries_to_read(entries.clone(), &none, false), entries);
     assert!(entries_to_read(entries, &none, true).is_empty());
+}
+
+#[test]
+fn one_ledger_is_read_alone_in_entry_order_and_an_absent_one_is_refused() {
+    let entries: Vec<LoggedEntry> = [(1, 0), (1, 1), (2, 0), (2, 1), (2, 2), (3, 0)]
+        .into_iter()
+        .map(|(ledger, entry_id)| entry(ledger, entry_id))
+        .collect();
+    assert_eq!(
+        ids(&entries_of_ledger(entries.clone(), 2).expect("present")),
+        [(2, 0), (2, 1), (2, 2)]
+    );
+    let absent = entries_of_ledger(entries, 9).expect_err("absent");
+    assert!(absent.contains("--ledger 9"), "{absent}");
 }

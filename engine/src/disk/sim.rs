@@ -7,11 +7,12 @@
 //! everything not durable, except that writes not yet synced may land partially (torn, at
 //! 512-byte sector granularity or inside a sector). Every kind of file (`FileId`) behaves alike.
 
-use super::{BufferId, Disk, DiskCompletion, DiskOp, DiskToken, SubmitError, WriteSync};
+use super::{BufferId, Disk, DiskCompletion, DiskOp, DiskToken, FileOp, SubmitError, WriteSync};
 use crate::ids::{FileId, SegmentId};
 use std::collections::BTreeMap;
 use std::io;
 
+const ERRNO_ENOENT: i32 = 2;
 const ERRNO_EIO: i32 = 5;
 const ERRNO_ENOSPC: i32 = 28;
 const ERRNO_ECANCELED: i32 = 125;
@@ -58,6 +59,9 @@ pub struct SimFaults {
     pub read_error_ppm: u32,
     /// A read returns one flipped bit.
     pub read_corrupt_ppm: u32,
+    /// A step of `submit_file_ops` (other than a directory fsync, which `sync_error_ppm`
+    /// fails) fails with -EIO, after the steps before it were done.
+    pub file_op_error_ppm: u32,
     /// Most segment files (published or temporary) that may exist; creating more fails with
     /// ENOSPC. Index and checkpoint files neither count nor fail.
     pub segments_max: Option<usize>,
@@ -112,6 +116,9 @@ enum PendingKind {
         buffer: BufferId,
         length: usize,
     },
+    /// `submit_file_ops`: done in order when it completes (a crash before that does a random
+    /// prefix of them).
+    FileOps(Vec<FileOp>),
     /// A directory fsync: the directory as it was at submission (at `clock`) becomes
     /// durable, unless a later state is durable already.
     DirectorySync {
@@ -185,9 +192,24 @@ impl SimDisk {
     #[must_use]
     pub fn crash(mut self) -> SimDisk {
         let mut in_flight: Vec<(usize, u64, Vec<u8>)> = Vec::new();
+        let mut file_ops = Vec::new();
         for pending in self.queued.drain(..).chain(self.pending.drain(..)) {
-            if let PendingKind::Write { data, .. } = pending.kind {
-                in_flight.push((pending.file, pending.position, data));
+            match pending.kind {
+                PendingKind::Write { data, .. } => {
+                    in_flight.push((pending.file, pending.position, data));
+                }
+                PendingKind::FileOps(ops) => file_ops.push(ops),
+                _ => {}
+            }
+        }
+        // The kernel may have done any prefix of a sequence in flight: a directory fsync in
+        // that prefix makes what came before it durable.
+        for ops in file_ops {
+            let done = crate::stdx::to_usize(self.rng.below(crate::stdx::to_u64(ops.len() + 1)));
+            for &op in &ops[..done] {
+                if self.file_step(op).is_err() {
+                    break;
+                }
             }
         }
         let mut files = std::mem::take(&mut self.files);
@@ -298,6 +320,7 @@ impl SimDisk {
             PendingKind::DirectorySync { directory, clock } => {
                 self.complete_directory_sync(directory, clock)
             }
+            PendingKind::FileOps(ops) => (DiskOp::File, self.complete_file_ops(&ops)),
             PendingKind::Read { buffer, length } => {
                 (DiskOp::Read, self.complete_read(&pending, buffer, length))
             }
@@ -380,6 +403,87 @@ impl SimDisk {
         let mut sync = self.queued.remove(index);
         sync.covers_up_to = self.write_completions;
         self.pending.push(sync);
+    }
+
+    /// Does `ops` in order: 0, or the first failure's `-errno`.
+    fn complete_file_ops(&mut self, ops: &[FileOp]) -> i32 {
+        for (done, &op) in ops.iter().enumerate() {
+            let fault = !matches!(op, FileOp::SyncDirectory)
+                && self.rng.chance(self.faults.file_op_error_ppm);
+            let result = if fault {
+                Err(ERRNO_EIO)
+            } else {
+                self.file_step(op)
+            };
+            if let Err(errno) = result {
+                // A replace not done leaves the old file under its name: its descriptor,
+                // closed at submission, is opened again.
+                for &later in &ops[done..] {
+                    let FileOp::Replace { to, .. } = later else {
+                        continue;
+                    };
+                    if let Some(&old) = self.directory_live.get(&Entry::published(to)) {
+                        self.open.entry(to).or_insert(old);
+                    }
+                }
+                return -errno;
+            }
+        }
+        0
+    }
+
+    /// One step of a file-ops sequence, as the blocking calls do it.
+    fn file_step(&mut self, op: FileOp) -> Result<(), i32> {
+        let errno = |error: io::Error| error.raw_os_error().unwrap_or(ERRNO_EIO);
+        match op {
+            FileOp::Create { id, size } => self.file_create(id, size).map_err(errno),
+            FileOp::Publish { id } => self.rename_published(id).map_err(errno),
+            FileOp::Replace { from, to } => {
+                let Some(index) = self.directory_live.remove(&Entry::temporary(from)) else {
+                    return Err(ERRNO_ENOENT);
+                };
+                self.directory_live.insert(Entry::published(to), index);
+                self.open.remove(&from);
+                self.open.insert(to, index);
+                Ok(())
+            }
+            FileOp::Recycle { from, to } => self.rename_recycled(from, to).map_err(errno),
+            FileOp::Remove { id } => {
+                // Already gone counts as removed.
+                self.directory_live.remove(&Entry::published(id));
+                Ok(())
+            }
+            FileOp::SyncDirectory => {
+                if self.rng.chance(self.faults.sync_error_ppm) {
+                    return Err(ERRNO_EIO);
+                }
+                self.directory_sync_blocking();
+                Ok(())
+            }
+        }
+    }
+
+    /// Renames the temporary of `id` to its published name (a `FileOp::Publish`).
+    fn rename_published(&mut self, id: FileId) -> io::Result<()> {
+        let index = self
+            .directory_live
+            .remove(&Entry::temporary(id))
+            .ok_or(io::ErrorKind::NotFound)?;
+        self.directory_live.insert(Entry::published(id), index);
+        Ok(())
+    }
+
+    /// Renames the published `from` to the temporary of `to` (a `FileOp::Recycle`).
+    fn rename_recycled(&mut self, from: FileId, to: FileId) -> io::Result<()> {
+        let index = self
+            .directory_live
+            .remove(&Entry::published(from))
+            .ok_or(io::ErrorKind::NotFound)?;
+        // rename(2) replaces a stale temporary of that name; the directory is not synced.
+        self.directory_live.insert(Entry::temporary(to), index);
+        self.open.remove(&from);
+        self.open.insert(to, index);
+        Ok(())
     }
 
     /// A blocking directory sync: everything done to the directory so far is durable.
@@ -606,20 +710,30 @@ impl Disk for SimDisk {
         Ok(())
     }
 
-    fn file_publish_unsynced(&mut self, id: FileId) -> io::Result<()> {
-        let index = self
-            .directory_live
-            .remove(&Entry::temporary(id))
-            .ok_or(io::ErrorKind::NotFound)?;
-        self.directory_live.insert(Entry::published(id), index);
-        Ok(())
-    }
-
-    fn file_remove_unsynced(&mut self, id: FileId) -> io::Result<()> {
-        self.open.remove(&id);
-        self.directory_live
-            .remove(&Entry::published(id))
-            .ok_or(io::ErrorKind::NotFound)?;
+    fn submit_file_ops(&mut self, token: DiskToken, ops: &[FileOp]) -> Result<(), SubmitError> {
+        assert!(!ops.is_empty() && ops.len() <= crate::constants::FILE_OPS_MAX);
+        let running = self.pending.iter();
+        let running = running.filter(|pending| matches!(pending.kind, PendingKind::FileOps(_)));
+        assert!(running.count() < crate::constants::FILE_OPS_IN_FLIGHT_MAX);
+        // Descriptors are closed at submission, as UringDisk's are.
+        for op in ops {
+            match *op {
+                FileOp::Create { id, .. }
+                | FileOp::Remove { id }
+                | FileOp::Replace { to: id, .. } => {
+                    self.open.remove(&id);
+                }
+                FileOp::Publish { .. } | FileOp::Recycle { .. } | FileOp::SyncDirectory => {}
+            }
+        }
+        self.pending.push(Pending {
+            token,
+            file: usize::MAX,
+            position: 0,
+            kind: PendingKind::FileOps(ops.to_vec()),
+            holds: None,
+            covers_up_to: 0,
+        });
         Ok(())
     }
 
@@ -638,30 +752,6 @@ impl Disk for SimDisk {
             covers_up_to: self.write_completions,
         });
         Ok(())
-    }
-
-    fn file_replace(&mut self, from: FileId, to: FileId) -> io::Result<()> {
-        let index = self
-            .directory_live
-            .remove(&Entry::temporary(from))
-            .ok_or(io::ErrorKind::NotFound)?;
-        self.directory_live.insert(Entry::published(to), index);
-        self.directory_sync_blocking();
-        self.open.remove(&from);
-        self.open.insert(to, index);
-        Ok(())
-    }
-
-    fn file_recycle(&mut self, from: FileId, to: FileId) -> io::Result<u64> {
-        let index = self
-            .directory_live
-            .remove(&Entry::published(from))
-            .ok_or(io::ErrorKind::NotFound)?;
-        // rename(2) replaces a stale temporary of that name; the directory is not synced.
-        self.directory_live.insert(Entry::temporary(to), index);
-        self.open.remove(&from);
-        self.open.insert(to, index);
-        Ok(crate::stdx::to_u64(self.files[index].live.len()))
     }
 
     fn file_discard(&mut self, id: FileId) {

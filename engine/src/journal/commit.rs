@@ -467,12 +467,22 @@ impl<D: Disk> Journal<D> {
     }
 
     /// Submits the staging commit as one write (with RWF_DSYNC, or linked to an fdatasync).
-    /// A full submission queue leaves it staging; a failed submit poisons the journal.
+    /// A full submission queue leaves it staging; a failed submit poisons the journal. So does
+    /// a zero-ahead write in flight over its range: the kernel orders no two writes in flight,
+    /// and zeros landing after the commit would erase acknowledged records. Every submission
+    /// path comes here, the add path's too (`reserve`, when the staging commit is full).
     pub(super) fn submit_staging(&mut self) {
         let slot = self.commits.staging.expect("a staging commit");
         let commit = &mut self.commits.slots[slot];
         assert!(!commit.records.is_empty());
         let aligned = align_up(commit.length, SECTOR_SIZE);
+        let end = commit.position + to_u64(aligned);
+        if self.zero_ahead.blocks(commit.segment, commit.position, end) {
+            // Its completion brings the shard back to `submit` within milliseconds.
+            self.stats.zero_ahead_waits += 1;
+            return;
+        }
+        let commit = &mut self.commits.slots[slot];
         let length = commit.length;
         let buffer = commit.buffer;
         // Sector padding must be zero: recovery reads it as "no record here".
@@ -543,7 +553,7 @@ impl<D: Disk> Journal<D> {
                 commit.synced = result == 0;
                 commit.synced
             }
-            DiskOp::Read => unreachable!("commits do not read"),
+            DiskOp::Read | DiskOp::File => unreachable!("commits neither read nor change files"),
         };
         if !ok {
             // A failed or short write, or a failed (or cancelled) fsync: never retried.

@@ -15,6 +15,10 @@
 //!    meanwhile), renames the copy over S, then its index over S's index, and switches the
 //!    in-memory runs and index pages to the copy.
 //!
+//! The files are created and renamed through the ring (`Disk::submit_file_ops`, phases
+//! CopyCreate, IndexCreate, SwapSegment and SwapIndex), off the shard thread: the rename over
+//! S is what frees S's blocks, which ext4 does in its journal.
+//!
 //! The rename of the segment is the commit point. Before it, a crash leaves S untouched and
 //! the temporaries are deleted at open; after it, an index of the old generation no longer
 //! matches its segment's header, and open rebuilds it from the copy. Nothing is lost (every
@@ -31,7 +35,7 @@ use crate::constants::{
     COMPACTION_BATCH_RECORDS_MAX, COMPACTION_BUFFER_SIZE, COMPACTION_WINDOW_SIZE,
     RECORD_PAYLOAD_SIZE_MAX, SEAL_CHUNK_SIZE, SECTOR_SIZE, SEGMENT_HEADER_SIZE,
 };
-use crate::disk::{BufferId, Disk, DiskOp, SubmitError, WriteSync};
+use crate::disk::{BufferId, Disk, DiskOp, FileOp, SubmitError, WriteSync};
 use crate::ids::{FileId, LedgerId, Location, Position, SegmentId, Sequence};
 use crate::index::{OpenSlot, SealedRun, SealedSegment};
 use crate::index_build::{IndexWriter, SegmentSpan, SlotSource};
@@ -54,6 +58,8 @@ struct CopyItem {
 
 #[derive(Debug)]
 enum Phase {
+    /// Creating the copy's temporary file.
+    CopyCreate,
     /// Reading the slot pages of live run `run`, `loaded` of its slots done.
     Slots { run: usize, loaded: u64 },
     /// Reading S at the batch's records, `next` of them placed.
@@ -64,10 +70,17 @@ enum Phase {
     SegmentSync,
     /// Writing the copy's index.
     IndexWrite(IndexWriter),
+    /// Creating the copy's index file.
+    IndexCreate(IndexWriter),
     /// Its fdatasync.
     IndexSync(IndexWriter),
     /// Both files durable: waiting for reads of S to drain, then renaming.
     Swap(IndexWriter),
+    /// The copy being renamed over S (the commit point).
+    SwapSegment(IndexWriter),
+    /// The copy's index being renamed over S's, then the directory's fsync; memory switches
+    /// to the copy when it completes, whatever its result.
+    SwapIndex(IndexWriter),
 }
 
 /// One compaction job. See the module docs.
@@ -157,9 +170,13 @@ impl Compaction {
 
     /// True when reads of `segment` must wait: its copy is about to replace it.
     pub(super) fn blocks_reads(&self, segment: SegmentId) -> bool {
-        self.job
-            .as_ref()
-            .is_some_and(|job| job.segment == segment && matches!(job.phase, Phase::Swap(_)))
+        self.job.as_ref().is_some_and(|job| {
+            job.segment == segment
+                && matches!(
+                    job.phase,
+                    Phase::Swap(_) | Phase::SwapSegment(_) | Phase::SwapIndex(_)
+                )
+        })
     }
 
     /// True when nothing is in flight and nothing can go before more credit or a retry.
@@ -284,16 +301,6 @@ impl<D: Disk> Journal<D> {
             runs_new.push(new);
         }
         let file_size = align_up_u64(to_u64(SEGMENT_HEADER_SIZE) + bytes, to_u64(SECTOR_SIZE));
-        let file = FileId::SegmentCompacted(segment);
-        let disk = &mut self.disk;
-        if self
-            .stats
-            .metadata_timed(|| disk.file_create(file, file_size))
-            .is_err()
-        {
-            self.compact_failed(Step::Failed);
-            return false;
-        }
         let generation = table.generation + 1;
         let header = &mut self.disk.buffer_mut(self.compaction.buffer)[..SEGMENT_HEADER_SIZE];
         crate::segment::encode_segment_header_generation(
@@ -317,7 +324,7 @@ impl<D: Disk> Journal<D> {
             buffer_length: SEGMENT_HEADER_SIZE,
             sequence_next: Sequence(1),
             checksum_previous: 0,
-            phase: Phase::Slots { run: 0, loaded: 0 },
+            phase: Phase::CopyCreate,
         });
         self.stats.compactions_started += 1;
         true
@@ -328,7 +335,24 @@ impl<D: Disk> Journal<D> {
         let (buffer, window) = (self.compaction.buffer, self.compaction.window);
         let job = self.compaction.job.as_mut().expect("a job runs");
         let segment = job.segment;
+        let create = |id, size| [FileOp::Create { id, size }];
         let submitted = match &mut job.phase {
+            Phase::CopyCreate => {
+                let ops = create(FileId::SegmentCompacted(segment), job.file_size);
+                self.disk.submit_file_ops(TOKEN_COMPACT, &ops).map(|()| 0)
+            }
+            Phase::IndexCreate(writer) => {
+                let ops = create(FileId::IndexCompacted(segment), writer.file_size());
+                self.disk.submit_file_ops(TOKEN_COMPACT, &ops).map(|()| 0)
+            }
+            Phase::SwapIndex(_) => {
+                let replace = FileOp::Replace {
+                    from: FileId::IndexCompacted(segment),
+                    to: FileId::Index(segment),
+                };
+                let ops = [replace, FileOp::SyncDirectory];
+                self.disk.submit_file_ops(TOKEN_COMPACT, &ops).map(|()| 0)
+            }
             Phase::Slots { run, loaded } => {
                 let (_, sealed) = job.runs[*run];
                 let first = sealed.slot_first + *loaded;
@@ -413,7 +437,7 @@ impl<D: Disk> Journal<D> {
                 .disk
                 .submit_sync(TOKEN_COMPACT, FileId::IndexCompacted(segment))
                 .map(|()| 0),
-            Phase::Swap(_) => unreachable!("swapped in compact_swap"),
+            Phase::Swap(_) | Phase::SwapSegment(_) => unreachable!("swapped in compact_swap"),
         };
         match submitted {
             Ok(length) => {
@@ -431,6 +455,15 @@ impl<D: Disk> Journal<D> {
     pub(super) fn compact_on_complete(&mut self, op: DiskOp, result: i32) {
         assert!(self.compaction.in_flight);
         self.compaction.in_flight = false;
+        let job = self.compaction.job.as_ref().expect("a job runs");
+        if matches!(job.phase, Phase::SwapIndex(_)) {
+            // The copy is S already: memory follows it even if its index kept the old name.
+            if result < 0 {
+                self.stats.compaction_failures += 1;
+            }
+            self.compact_swapped();
+            return;
+        }
         let expected = self.compaction.in_flight_length;
         let short =
             op != DiskOp::Sync && usize::try_from(result).is_ok_and(|count| count != expected);
@@ -440,7 +473,7 @@ impl<D: Disk> Journal<D> {
         }
         let step = match op {
             DiskOp::Read => self.compact_read_done(),
-            DiskOp::Write | DiskOp::Sync => self.compact_write_done(op),
+            DiskOp::Write | DiskOp::Sync | DiskOp::File => self.compact_write_done(op),
         };
         self.compact_after(step);
     }
@@ -564,6 +597,9 @@ impl<D: Disk> Journal<D> {
         let job = self.compaction.job.as_mut().expect("a job runs");
         let phase = std::mem::replace(&mut job.phase, Phase::SegmentSync);
         job.phase = match (phase, op) {
+            (Phase::CopyCreate, DiskOp::File) => Phase::Slots { run: 0, loaded: 0 },
+            (Phase::IndexCreate(writer), DiskOp::File) => Phase::IndexWrite(writer),
+            (Phase::SwapSegment(writer), DiskOp::File) => Phase::SwapIndex(writer),
             (Phase::Write { length }, DiskOp::Write) => {
                 // Keep the partial sector at the end: the next batch goes on from it.
                 let out = self.disk.buffer_mut(buffer);
@@ -588,17 +624,7 @@ impl<D: Disk> Journal<D> {
                     data_end: job.file_size,
                     generation: job.generation,
                 };
-                let writer = IndexWriter::new(span, job.runs_new.clone());
-                let (file, size) = (FileId::IndexCompacted(job.segment), writer.file_size());
-                let disk = &mut self.disk;
-                if self
-                    .stats
-                    .metadata_timed(|| disk.file_create(file, size))
-                    .is_err()
-                {
-                    return Step::Failed;
-                }
-                Phase::IndexWrite(writer)
+                Phase::IndexCreate(IndexWriter::new(span, job.runs_new.clone()))
             }
             (Phase::IndexWrite(writer), DiskOp::Write) => {
                 self.stats.compaction_bytes_written += to_u64(self.compaction.in_flight_length);
@@ -614,7 +640,8 @@ impl<D: Disk> Journal<D> {
         Step::Continue
     }
 
-    /// Renames the copy and its index over S once no read of S is in flight.
+    /// Renames the copy over S once no read of S is in flight (its index follows,
+    /// `Phase::SwapIndex`).
     fn compact_swap(&mut self) {
         let job = self.compaction.job.as_ref().expect("a job runs");
         let segment = job.segment;
@@ -628,28 +655,37 @@ impl<D: Disk> Journal<D> {
         if self.seal.deletions_pending() {
             return;
         }
-        let disk = &mut self.disk;
-        let replaced = self.stats.metadata_timed(|| {
-            disk.file_replace(FileId::SegmentCompacted(segment), FileId::Segment(segment))
-        });
-        if replaced.is_err() {
-            self.compact_failed(Step::Failed);
-            return;
+        let replace = FileOp::Replace {
+            from: FileId::SegmentCompacted(segment),
+            to: FileId::Segment(segment),
+        };
+        match self.disk.submit_file_ops(TOKEN_COMPACT, &[replace]) {
+            Ok(()) => {}
+            Err(SubmitError::QueueFull) => return,
+            Err(SubmitError::Io(_)) => {
+                self.compact_failed(Step::Failed);
+                return;
+            }
         }
-        let job = self.compaction.job.take().expect("a job runs");
-        let Phase::Swap(writer) = job.phase else {
+        let job = self.compaction.job.as_mut().expect("a job runs");
+        let phase = std::mem::replace(&mut job.phase, Phase::CopyCreate);
+        let Phase::Swap(writer) = phase else {
             unreachable!("swapping");
         };
-        // From here the copy is S. Should its index fail to take the old one's name, memory
-        // still switches to it (it is durable under its temporary name and open), and the next
-        // open rebuilds S's index, whose generation no longer matches.
-        let disk = &mut self.disk;
-        let index_replaced = self.stats.metadata_timed(|| {
-            disk.file_replace(FileId::IndexCompacted(segment), FileId::Index(segment))
-        });
-        if index_replaced.is_err() {
-            self.stats.compaction_failures += 1;
-        }
+        job.phase = Phase::SwapSegment(writer);
+        self.compaction.in_flight = true;
+        self.compaction.in_flight_length = 0;
+    }
+
+    /// The copy replaced S: memory switches to it. Should its index have failed to take the
+    /// old one's name, memory still switches (the index is durable under its temporary name),
+    /// and the next open rebuilds S's index, whose generation no longer matches.
+    fn compact_swapped(&mut self) {
+        let job = self.compaction.job.take().expect("a job runs");
+        let segment = job.segment;
+        let Phase::SwapIndex(writer) = job.phase else {
+            unreachable!("swapped");
+        };
         let (slot_table_offset, slot_count) = writer.slot_table();
         let table = SealedSegment {
             slot_table_offset,

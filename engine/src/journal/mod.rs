@@ -68,6 +68,7 @@ const TOKEN_PREPARE: u64 = 3 << 24;
 const TOKEN_ZERO_AHEAD: u64 = 4 << 24;
 const TOKEN_SEAL: u64 = 5 << 24;
 const TOKEN_COMPACT: u64 = 6 << 24;
+const TOKEN_DEAD: u64 = 7 << 24;
 const TOKEN_KIND_MASK: u64 = 0xFF << 24;
 
 /// How an add is acknowledged.
@@ -99,6 +100,8 @@ pub struct Journal<D: Disk> {
     index_pages: IndexPages,
     /// Rewriting sealed segments that are mostly dead.
     compaction: Compaction,
+    /// Dead segments' files being removed or reused.
+    dead: dead::DeadFiles,
     /// What open found and did, for the server's log.
     open_report: OpenReport,
     /// Events queued for `events_swap`.
@@ -190,6 +193,7 @@ impl<D: Disk> Journal<D> {
             seal,
             index_pages: IndexPages::new(config.index_cache_pages),
             compaction,
+            dead: dead::DeadFiles::default(),
             open_report: recovered.report,
             events: Vec::with_capacity(events_max + config.reads_in_flight_max),
             completions: Vec::with_capacity(events_max),
@@ -406,14 +410,9 @@ impl<D: Disk> Journal<D> {
         if self.commits.is_poisoned() {
             return;
         }
-        if let Some((segment, start, end)) = self.commits.staging_ready() {
-            if self.zero_ahead.blocks(segment, start, end) {
-                // The zero write lands in a few milliseconds; its completion brings the
-                // shard back here. Writing now could let the zeros land after the data.
-                self.stats.zero_ahead_waits += 1;
-            } else {
-                self.submit_staging();
-            }
+        if self.commits.staging_ready().is_some() {
+            // Waits while a zero-ahead write in flight overlaps it (`submit_staging`).
+            self.submit_staging();
         }
         if self.segments.start_due() {
             let recycled_from = self.segment_recycle_take();
@@ -448,9 +447,15 @@ impl<D: Disk> Journal<D> {
                 TOKEN_READ => self.read_on_complete(slot, result),
                 TOKEN_SEAL => self.seal_on_complete(op, result),
                 TOKEN_COMPACT => self.compact_on_complete(op, result),
-                TOKEN_PREPARE => self
-                    .segments
-                    .on_complete(disk, stats, &self.config, op, result),
+                TOKEN_PREPARE => {
+                    let recycle = self
+                        .segments
+                        .on_complete(disk, stats, &self.config, op, result);
+                    if let Some(done) = recycle {
+                        self.segment_recycle_done(done);
+                    }
+                }
+                TOKEN_DEAD => self.dead_on_complete(result),
                 TOKEN_ZERO_AHEAD => self.zero_ahead.on_complete(stats, result),
                 _ => unreachable!("unknown disk token {:#x}", completion.token),
             }

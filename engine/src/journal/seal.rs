@@ -4,14 +4,17 @@
 //! (their tombstones); once it is durable, sealed segments left with nothing live are
 //! removed or reused (`journal/dead.rs`).
 //!
-//! A sealing job goes IndexWrite -> IndexSync -> (rename, `Index::seal`) -> CheckpointStart
-//! -> CheckpointWrite -> CheckpointSync -> (rename) -> CheckpointDirectorySync -> done; a
-//! checkpoint-only job (after deletions) starts at CheckpointStart. The directory's fsync goes
-//! through the ring like the writes (a blocking one stalled the shard for as long as the file
-//! system's journal commit, up to hundreds of milliseconds under churn); it makes both renames
-//! durable, and the checkpoint counts (resume point, durable deletions) only once it has. One chunk of `SEAL_CHUNK_SIZE` is in flight at a
-//! time, and only while a commit slot is free (like zero-ahead), so sealing never queues ahead
-//! of a commit that could go. Jobs run in segment order, so the checkpoint only moves forward.
+//! A sealing job goes IndexCreate -> IndexWrite -> IndexSync -> IndexPublish (then
+//! `Index::seal`) -> CheckpointStart -> CheckpointCreate -> CheckpointWrite -> CheckpointSync
+//! -> CheckpointPublish (rename and directory fsync) -> done; a checkpoint-only job (after
+//! deletions) starts at CheckpointStart. Creating and renaming the files and the directory's
+//! fsync go through the ring like the writes (`Disk::submit_file_ops`): as blocking calls they
+//! stalled the shard for as long as the file system's journal took, up to tens of
+//! milliseconds under churn (hundreds for the fsync). The fsync makes both renames durable,
+//! and the checkpoint counts (resume point, durable deletions) only once it has. One
+//! operation is in flight at a time (a write of at most `SEAL_CHUNK_SIZE`), and only while a
+//! commit slot is free (like zero-ahead), so sealing never queues ahead of a commit that
+//! could go. Jobs run in segment order, so the checkpoint only moves forward.
 //!
 //! A failure (disk full, I/O error) abandons the job's current file and retries the job after
 //! `SEAL_RETRY_INTERVAL_SUBMITS` submits or on `retry_now`: the segment is already durable,
@@ -21,7 +24,7 @@
 use super::{Journal, TOKEN_SEAL};
 use crate::checkpoint::Resume;
 use crate::constants::{SEAL_CHUNK_SIZE, SEGMENT_RECYCLE_IDLE_PACES};
-use crate::disk::{BufferId, Disk, DiskOp, WriteSync};
+use crate::disk::{BufferId, Disk, DiskOp, FileOp, WriteSync};
 use crate::ids::{FileId, Sequence};
 use crate::index::SealedSegment;
 use crate::index_build::{self, IndexWriter, SegmentSpan, SlotSource};
@@ -33,12 +36,20 @@ const SEAL_RETRY_INTERVAL_SUBMITS: u32 = 1024;
 
 #[derive(Debug)]
 enum Phase {
+    /// Creating the index file's temporary.
+    IndexCreate(IndexWriter),
     /// Writing the index file.
     IndexWrite(IndexWriter),
     /// Its fdatasync.
     IndexSync(IndexWriter),
+    /// Renaming it to its published name. No directory fsync of its own: the checkpoint's,
+    /// which must complete before the checkpoint moves past the segment, covers this rename
+    /// too. A crash before it leaves the segment without an index, which open rebuilds.
+    IndexPublish(IndexWriter),
     /// The checkpoint is to be (re)built and written; for a sealing job the index is durable.
     CheckpointStart,
+    /// Built; its temporary being created.
+    CheckpointCreate { bytes: Vec<u8>, deletions: u64 },
     /// Writing the checkpoint (its whole content), `written` bytes done.
     CheckpointWrite {
         bytes: Vec<u8>,
@@ -47,9 +58,9 @@ enum Phase {
     },
     /// Its fdatasync.
     CheckpointSync { deletions: u64 },
-    /// Renamed into place; the directory's fsync makes it (and the index's rename before it)
-    /// durable.
-    CheckpointDirectorySync { deletions: u64 },
+    /// Renaming it into place, then the directory's fsync, which makes it (and the index's
+    /// rename before it) durable.
+    CheckpointPublish { deletions: u64 },
 }
 
 /// The sealing state machine. See the module docs.
@@ -230,15 +241,32 @@ impl<D: Disk> Journal<D> {
             return;
         }
         if matches!(self.seal.phase, Some(Phase::CheckpointStart)) {
-            self.seal.phase = self.checkpoint_start();
-            if self.seal.failed {
-                return;
-            }
+            self.seal.phase = Some(self.checkpoint_start());
         }
         let buffer = self.seal.buffer;
         let token = TOKEN_SEAL;
         let index_file = self.seal.job_span().map(|span| FileId::Index(span.segment));
         let submitted = match self.seal.phase.as_mut().expect("a job runs") {
+            Phase::IndexCreate(writer) => {
+                let id = index_file.expect("an index job seals a segment");
+                let create = FileOp::Create {
+                    id,
+                    size: writer.file_size(),
+                };
+                self.disk.submit_file_ops(token, &[create]).map(|()| None)
+            }
+            Phase::IndexPublish(_) => {
+                let id = index_file.expect("an index job seals a segment");
+                let publish = FileOp::Publish { id };
+                self.disk.submit_file_ops(token, &[publish]).map(|()| None)
+            }
+            Phase::CheckpointCreate { bytes, .. } => {
+                let create = FileOp::Create {
+                    id: FileId::Checkpoint,
+                    size: to_u64(bytes.len()),
+                };
+                self.disk.submit_file_ops(token, &[create]).map(|()| None)
+            }
             Phase::IndexWrite(writer) => {
                 let position = writer.produced();
                 let out = self.disk.buffer_mut(buffer);
@@ -266,8 +294,12 @@ impl<D: Disk> Journal<D> {
                 .disk
                 .submit_sync(token, FileId::Checkpoint)
                 .map(|()| None),
-            Phase::CheckpointDirectorySync { .. } => {
-                self.disk.submit_sync_directory(token).map(|()| None)
+            Phase::CheckpointPublish { .. } => {
+                let publish = FileOp::Publish {
+                    id: FileId::Checkpoint,
+                };
+                let ops = [publish, FileOp::SyncDirectory];
+                self.disk.submit_file_ops(token, &ops).map(|()| None)
             }
             Phase::CheckpointStart => unreachable!("started above"),
         };
@@ -290,18 +322,8 @@ impl<D: Disk> Journal<D> {
             if !self.commits.holds_segment(span.segment) {
                 let writer =
                     IndexWriter::new(span, index_build::runs_of(&self.index, span.segment));
-                let (file, size) = (FileId::Index(span.segment), writer.file_size());
-                let disk = &mut self.disk;
-                if self
-                    .stats
-                    .metadata_timed(|| disk.file_create(file, size))
-                    .is_err()
-                {
-                    self.seal_failed();
-                    return false;
-                }
                 self.seal.sealing = true;
-                self.seal.phase = Some(Phase::IndexWrite(writer));
+                self.seal.phase = Some(Phase::IndexCreate(writer));
                 return true;
             }
         }
@@ -327,25 +349,14 @@ impl<D: Disk> Journal<D> {
         let span = self.seal.job_span();
         let phase = self.seal.phase.take().expect("a job runs");
         self.seal.phase = match (phase, op) {
+            (Phase::IndexCreate(writer), DiskOp::File) => Some(Phase::IndexWrite(writer)),
             (Phase::IndexWrite(writer), DiskOp::Write) if writer.is_done() => {
                 Some(Phase::IndexSync(writer))
             }
             (phase @ Phase::IndexWrite(_), DiskOp::Write) => Some(phase),
-            (Phase::IndexSync(writer), DiskOp::Sync) => {
+            (Phase::IndexSync(writer), DiskOp::Sync) => Some(Phase::IndexPublish(writer)),
+            (Phase::IndexPublish(writer), DiskOp::File) => {
                 let segment = span.expect("an index job seals a segment").segment;
-                let disk = &mut self.disk;
-                let file = FileId::Index(segment);
-                // No directory sync of its own: the checkpoint's, which must complete before
-                // the checkpoint moves past the segment, covers this rename too. A crash
-                // before it leaves the segment without an index, which open rebuilds.
-                if self
-                    .stats
-                    .metadata_timed(|| disk.file_publish_unsynced(file))
-                    .is_err()
-                {
-                    self.seal_failed();
-                    return;
-                }
                 // The index is durable: the segment's entries are read through it from now on.
                 let (slot_table_offset, slot_count) = writer.slot_table();
                 let table = SealedSegment {
@@ -381,23 +392,17 @@ impl<D: Disk> Journal<D> {
                     })
                 }
             }
-            (Phase::CheckpointSync { deletions }, DiskOp::Sync) => {
-                // The rename is quick; its durability (the directory's fsync, which waits for
-                // the file system's journal commit) goes through the ring, so the shard goes
-                // on serving meanwhile.
-                let disk = &mut self.disk;
-                if self
-                    .stats
-                    .metadata_timed(|| disk.file_publish_unsynced(FileId::Checkpoint))
-                    .is_err()
-                {
-                    self.seal_failed();
-                    self.seal.phase = Some(Phase::CheckpointStart);
-                    return;
-                }
-                Some(Phase::CheckpointDirectorySync { deletions })
+            (Phase::CheckpointCreate { bytes, deletions }, DiskOp::File) => {
+                Some(Phase::CheckpointWrite {
+                    bytes,
+                    written: 0,
+                    deletions,
+                })
             }
-            (Phase::CheckpointDirectorySync { deletions }, DiskOp::Sync) => {
+            (Phase::CheckpointSync { deletions }, DiskOp::Sync) => {
+                Some(Phase::CheckpointPublish { deletions })
+            }
+            (Phase::CheckpointPublish { deletions }, DiskOp::File) => {
                 self.seal.resume = self.seal_resume_after(span);
                 if deletions > self.seal.deletions_durable {
                     // New dead segments: those kept for reuse get their full idle time.
@@ -440,8 +445,8 @@ impl<D: Disk> Journal<D> {
         }
     }
 
-    /// Builds the checkpoint for the running job and creates its temporary file.
-    fn checkpoint_start(&mut self) -> Option<Phase> {
+    /// Builds the checkpoint for the running job.
+    fn checkpoint_start(&mut self) -> Phase {
         let resume = self.seal_resume_after(self.seal.job_span());
         let deletions = self.seal.deletions;
         let bytes = index_build::checkpoint_bytes(
@@ -451,20 +456,7 @@ impl<D: Disk> Journal<D> {
             resume.checksum_previous,
             resume.generation,
         );
-        let (disk, size) = (&mut self.disk, to_u64(bytes.len()));
-        if self
-            .stats
-            .metadata_timed(|| disk.file_create(FileId::Checkpoint, size))
-            .is_err()
-        {
-            self.seal_failed();
-            return Some(Phase::CheckpointStart);
-        }
-        Some(Phase::CheckpointWrite {
-            bytes,
-            written: 0,
-            deletions,
-        })
+        Phase::CheckpointCreate { bytes, deletions }
     }
 
     /// Abandons the file being written; the job retries later from its index (if the index
@@ -474,9 +466,10 @@ impl<D: Disk> Journal<D> {
             self.seal.phase,
             Some(
                 Phase::CheckpointStart
+                    | Phase::CheckpointCreate { .. }
                     | Phase::CheckpointWrite { .. }
                     | Phase::CheckpointSync { .. }
-                    | Phase::CheckpointDirectorySync { .. }
+                    | Phase::CheckpointPublish { .. }
             )
         );
         self.seal.phase = index_durable.then_some(Phase::CheckpointStart);

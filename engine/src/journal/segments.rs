@@ -2,9 +2,10 @@
 //! the next segment in the background, keeps the published spares the write head rolls over
 //! to, and holds the read-only state while no segment can be created (disk full).
 //!
-//! A preparation moves Zeroing -> Header -> Syncing -> (rename) -> PublishSync -> published
-//! spare (a recycled file: RenameSync -> Header -> ...). Both directory fsyncs go through the
-//! ring: blocking ones stalled the shard for as long as the file system's journal commit. Any failure abandons
+//! A preparation moves Creating -> Zeroing -> Header -> Syncing -> Publishing -> PublishSync
+//! -> published spare (a recycled file: Recycling -> Header -> ...). Creating, renaming and
+//! the directory's fsyncs go through the ring (`Disk::submit_file_ops`): as blocking calls
+//! they stalled the shard for as long as the file system's journal took. Any failure abandons
 //! the segment (its temporary file is deleted at the next open) and the next `submit` starts
 //! over with a new id; while no spare is left the journal is read-only, and creation is
 //! retried every `SEGMENT_RETRY_INTERVAL_SUBMITS` submits (or at once on `retry_now`).
@@ -24,7 +25,7 @@
 use super::{Stats, TOKEN_PREPARE};
 use crate::config::Config;
 use crate::constants::{SEGMENT_HEADER_SIZE, ZERO_CHUNK_SIZE, ZERO_WRITES_IN_FLIGHT_MAX};
-use crate::disk::{BufferId, Disk, DiskOp, WriteSync};
+use crate::disk::{BufferId, Disk, DiskOp, FileOp, WriteSync};
 use crate::ids::{FileId, SegmentId};
 use crate::stdx::{to_u64, to_usize};
 use std::collections::VecDeque;
@@ -34,12 +35,19 @@ const SEGMENT_RETRY_INTERVAL_SUBMITS: u32 = 256;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum PreparePhase {
-    /// A recycled file was renamed: the directory's fsync must complete before the new
-    /// header is written into it.
-    RenameSync,
+    /// The new file being created and allocated.
+    Creating,
+    /// The dead segment `from`: its index unlinked, its file renamed to the new segment's
+    /// temporary, and the directory's fsync, which must complete before the new header is
+    /// written into it (a crash must never show `from`'s name on the new contents).
+    Recycling {
+        from: SegmentId,
+    },
     Zeroing,
     Header,
     Syncing,
+    /// Being renamed to its published name.
+    Publishing,
     /// Renamed to its published name: the directory's fsync must complete before the write
     /// head may use it (acknowledged records in a segment whose name a crash can lose would
     /// be lost with it).
@@ -180,10 +188,30 @@ impl Segments {
                     self.prepare.as_mut().expect("present").in_flight = 1;
                 }
             }
-            PreparePhase::RenameSync if prepare.in_flight == 0 => {
-                // Through the ring: a blocking directory fsync at every rollover stalled the
-                // shard for as long as the file system's journal commit took.
-                if disk.submit_sync_directory(TOKEN_PREPARE).is_ok() {
+            PreparePhase::Creating if prepare.in_flight == 0 => {
+                let create = FileOp::Create { id: file, size };
+                if disk.submit_file_ops(TOKEN_PREPARE, &[create]).is_ok() {
+                    self.prepare.as_mut().expect("present").in_flight = 1;
+                }
+            }
+            PreparePhase::Recycling { from } if prepare.in_flight == 0 => {
+                let ops = [
+                    FileOp::Remove {
+                        id: FileId::Index(from),
+                    },
+                    FileOp::Recycle {
+                        from: FileId::Segment(from),
+                        to: file,
+                    },
+                    FileOp::SyncDirectory,
+                ];
+                if disk.submit_file_ops(TOKEN_PREPARE, &ops).is_ok() {
+                    self.prepare.as_mut().expect("present").in_flight = 1;
+                }
+            }
+            PreparePhase::Publishing if prepare.in_flight == 0 => {
+                let publish = FileOp::Publish { id: file };
+                if disk.submit_file_ops(TOKEN_PREPARE, &[publish]).is_ok() {
                     self.prepare.as_mut().expect("present").in_flight = 1;
                 }
             }
@@ -199,15 +227,18 @@ impl Segments {
                     self.prepare.as_mut().expect("present").in_flight = 1;
                 }
             }
-            PreparePhase::RenameSync
+            PreparePhase::Creating
+            | PreparePhase::Recycling { .. }
+            | PreparePhase::Publishing
             | PreparePhase::Header
             | PreparePhase::Syncing
             | PreparePhase::PublishSync => {}
         }
     }
 
-    /// Starts preparing the next segment: in the file of removed segment `recycled_from`
-    /// (which must be `segment_size` long and hold nothing live), or in a new one.
+    /// Starts preparing the next segment: in the file of dead segment `recycled_from`
+    /// (which must be `segment_size` long and hold nothing live), or in a new one. The
+    /// completion of a reuse's rename is reported by `on_complete`.
     pub(super) fn start<D: Disk>(
         &mut self,
         disk: &mut D,
@@ -218,31 +249,17 @@ impl Segments {
         assert!(self.prepare.is_none());
         self.submits_since_create_failure = 0;
         let size = config.segment_size;
-        if let Some(dead) = recycled_from {
+        if let Some(from) = recycled_from {
             let segment = self.id_max.next();
             self.id_max = segment;
-            let from = FileId::Segment(dead);
-            let recycled =
-                stats.metadata_timed(|| disk.file_recycle(from, FileId::Segment(segment)));
-            match recycled {
-                Ok(file_size) => {
-                    assert_eq!(file_size, size, "only full-size segments are recycled");
-                    stats.segments_recycled += 1;
-                    self.prepare = Some(Prepare {
-                        segment,
-                        recycled: true,
-                        position_submitted: size,
-                        bytes_completed: size,
-                        phase: PreparePhase::RenameSync,
-                        in_flight: 0,
-                    });
-                }
-                Err(_) => {
-                    // The dead file is left where it was (found dead again at the next open)
-                    // or under the temporary name (deleted then); the next start allocates.
-                    stats.segment_create_failures += 1;
-                }
-            }
+            self.prepare = Some(Prepare {
+                segment,
+                recycled: true,
+                position_submitted: size,
+                bytes_completed: size,
+                phase: PreparePhase::Recycling { from },
+                in_flight: 0,
+            });
             return;
         }
         if !stats.metadata_timed(|| room_left(disk, config)) {
@@ -253,33 +270,20 @@ impl Segments {
             return;
         }
         let segment = self.id_max.next();
-        match stats.metadata_timed(|| disk.file_create(FileId::Segment(segment), size)) {
-            Ok(()) => {
-                self.id_max = segment;
-                let (done, phase) = if config.segment_zero_fill {
-                    (0, PreparePhase::Zeroing)
-                } else {
-                    (config.segment_size, PreparePhase::Header)
-                };
-                self.prepare = Some(Prepare {
-                    segment,
-                    recycled: false,
-                    position_submitted: done,
-                    bytes_completed: done,
-                    phase,
-                    in_flight: 0,
-                });
-            }
-            Err(_) => {
-                // Disk full (or unwritable): go read-only; reads go on, creation is retried.
-                self.id_max = segment;
-                self.read_only = self.spares.is_empty();
-                stats.segment_create_failures += 1;
-            }
-        }
+        self.id_max = segment;
+        let done = if config.segment_zero_fill { 0 } else { size };
+        self.prepare = Some(Prepare {
+            segment,
+            recycled: false,
+            position_submitted: done,
+            bytes_completed: done,
+            phase: PreparePhase::Creating,
+            in_flight: 0,
+        });
     }
 
-    /// A write or sync of the running preparation completed with `result`.
+    /// An operation of the running preparation completed with `result`. Returns, for the
+    /// rename of a reused dead segment, whether it was done (`Journal::segment_recycle_done`).
     pub(super) fn on_complete<D: Disk>(
         &mut self,
         disk: &mut D,
@@ -287,17 +291,19 @@ impl Segments {
         config: &Config,
         op: DiskOp,
         result: i32,
-    ) {
+    ) -> Option<bool> {
         let prepare = self.prepare.as_mut().expect("a preparation is running");
         assert!(prepare.in_flight > 0);
         prepare.in_flight -= 1;
+        let recycle =
+            matches!(prepare.phase, PreparePhase::Recycling { .. }).then_some(result >= 0);
         if result < 0 && prepare.phase == PreparePhase::PublishSync {
             // Published but maybe not durable under its name: retried, never abandoned.
             self.publish_sync_failed = true;
             self.submits_since_create_failure = 0;
             self.read_only = self.spares.is_empty();
             stats.segment_create_failures += 1;
-            return;
+            return None;
         }
         if result < 0 {
             // Abandon this segment once its last write is back; `drive` starts over with a
@@ -310,12 +316,25 @@ impl Segments {
             } else {
                 prepare.position_submitted = u64::MAX;
             }
+            // Disk full (or unwritable): read-only once no spare is left; reads go on, and
+            // creation is retried.
             self.read_only = self.spares.is_empty();
             stats.segment_create_failures += 1;
-            return;
+            return recycle;
         }
         let size = config.segment_size;
         match (prepare.phase, op) {
+            (PreparePhase::Creating, DiskOp::File) => {
+                prepare.phase = if config.segment_zero_fill {
+                    PreparePhase::Zeroing
+                } else {
+                    PreparePhase::Header
+                };
+            }
+            (PreparePhase::Recycling { .. }, DiskOp::File) => {
+                stats.segments_recycled += 1;
+                prepare.phase = PreparePhase::Header;
+            }
             (PreparePhase::Zeroing, DiskOp::Write) => {
                 prepare.bytes_completed += u64::try_from(result).expect("non-negative");
                 if prepare.bytes_completed == size && prepare.in_flight == 0 {
@@ -327,24 +346,9 @@ impl Segments {
                     disk.file_discard(FileId::Segment(segment));
                 }
             }
-            (PreparePhase::RenameSync, DiskOp::Sync) => prepare.phase = PreparePhase::Header,
             (PreparePhase::Header, DiskOp::Write) => prepare.phase = PreparePhase::Syncing,
-            (PreparePhase::Syncing, DiskOp::Sync) => {
-                // The rename is quick; the directory's fsync (which waits for the file
-                // system's journal commit) goes through the ring.
-                let segment = prepare.segment;
-                if stats
-                    .metadata_timed(|| disk.file_publish_unsynced(FileId::Segment(segment)))
-                    .is_ok()
-                {
-                    prepare.phase = PreparePhase::PublishSync;
-                } else {
-                    self.prepare = None;
-                    disk.file_discard(FileId::Segment(segment));
-                    self.read_only = self.spares.is_empty();
-                    stats.segment_create_failures += 1;
-                }
-            }
+            (PreparePhase::Syncing, DiskOp::Sync) => prepare.phase = PreparePhase::Publishing,
+            (PreparePhase::Publishing, DiskOp::File) => prepare.phase = PreparePhase::PublishSync,
             (PreparePhase::PublishSync, DiskOp::Sync) => {
                 let (segment, recycled) = (prepare.segment, prepare.recycled);
                 self.prepare = None;
@@ -355,6 +359,7 @@ impl Segments {
             }
             (phase, op) => unreachable!("prepare {phase:?} got {op:?}"),
         }
+        recycle
     }
 }
 

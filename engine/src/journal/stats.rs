@@ -61,6 +61,8 @@ pub struct Stats {
     pub checkpoints_written: u64,
     /// Sealing steps that failed (retried later; nothing acknowledged depends on them).
     pub seal_failures: u64,
+    /// Removals of dead segments that failed (tried again later).
+    pub segment_removal_failures: u64,
     /// Index pages read from disk for reads of sealed entries.
     pub index_page_reads: u64,
     /// Index pages found in the cache.

@@ -600,3 +600,60 @@ fn the_oldest_commit_in_flight_names_its_stage() {
     );
     assert_eq!(journal.commit_oldest_in_flight(), None);
 }
+
+/// A staging commit that fills up while a zero-ahead write is in flight over its range waits
+/// for that write, on the add path (`reserve` submitting a full commit) as on `submit`. The
+/// kernel orders no two writes in flight: zeros landing after the commit erased acknowledged
+/// records under a closed-loop load (`ringlog verify` found them, reads answered EIO).
+#[test]
+fn a_full_staging_commit_waits_for_the_zero_ahead_write_it_overlaps() {
+    for seed in 0..16 {
+        let config = Config {
+            segment_size: 64 << 20,
+            ..config_small()
+        };
+        assert!(config.zero_ahead);
+        let mut journal = Journal::open(SimDisk::new(seed), config).unwrap();
+        let mut model = Model::default();
+        // Nothing staged: the first zero chunk is one chunk past the write head.
+        journal.submit();
+        assert!(
+            journal.disk_mut().pending_count() > 0,
+            "a zero-ahead write in flight"
+        );
+        // Adds fill the staging commit far past that chunk without a submit in between.
+        let mut refused = false;
+        for entry in 0..40 {
+            let data = body(1, entry, 500 * 1024);
+            let result = journal.add(
+                entry as u64,
+                LedgerId(1),
+                EntryId(entry),
+                &KEY,
+                &data,
+                AddOptions::default(),
+            );
+            match result {
+                Ok(()) => {
+                    model.pending.insert(entry as u64, (1, entry, data));
+                }
+                Err(AddError::StagingFull) => {
+                    refused = true;
+                    break;
+                }
+                Err(error) => panic!("seed {seed}: {error:?}"),
+            }
+        }
+        assert!(
+            refused,
+            "seed {seed}: the full commit waited for the zero write"
+        );
+        model.apply(&drive(&mut journal));
+        assert!(
+            model.acked.len() >= 16,
+            "seed {seed}: {}",
+            model.acked.len()
+        );
+        verify_all(&mut journal, &model);
+    }
+}

@@ -86,6 +86,7 @@ fn run_seed(seed: u64) -> Coverage {
             write_error_ppm: if rng.below(5) == 0 { 20_000 } else { 0 },
             sync_error_ppm: if rng.below(5) == 0 { 20_000 } else { 0 },
             write_short_ppm: if rng.below(8) == 0 { 20_000 } else { 0 },
+            file_op_error_ppm: if rng.below(5) == 0 { 50_000 } else { 0 },
             ..SimFaults::default()
         };
         for _ in 0..rng.below(60) {

@@ -323,6 +323,151 @@ fn an_index_file_is_created_published_reopened_and_removed() {
     assert!(disk.file_remove(index).is_err());
 }
 
+/// Submits `ops` and waits for their one completion; returns its result.
+fn file_ops(ring: &Rc<RefCell<Ring>>, disk: &mut UringDisk, ops: &[crate::disk::FileOp]) -> i32 {
+    use crate::disk::DiskOp;
+    disk.submit_file_ops(9, ops).unwrap();
+    disk.flush().unwrap();
+    let mut completions = Vec::new();
+    let mut net = Vec::new();
+    while completions.is_empty() {
+        ring.borrow_mut().submit_and_wait(1).unwrap();
+        ring.borrow_mut().reap(&mut net);
+        disk.poll(&mut completions);
+    }
+    assert_eq!(completions.len(), 1);
+    assert_eq!((completions[0].token, completions[0].op), (9, DiskOp::File));
+    assert_eq!(disk.in_flight(), 0);
+    completions[0].result
+}
+
+/// The file steps the running journal uses, through the ring: create (open, then fallocate
+/// from the open's completion), publish, recycle, replace, remove, directory fsync; a failed
+/// step ends its sequence, and a replace not done leaves the old file readable.
+#[test]
+fn file_ops_run_in_order_through_the_ring_and_stop_at_a_failure() {
+    use crate::disk::{BufferId, FileOp, WriteSync};
+    use crate::ids::{FileId, SegmentId};
+    if !uring_available() {
+        return;
+    }
+    let dir = temp_dir("uring-file-ops");
+    let ring = Rc::new(RefCell::new(Ring::new(16).unwrap()));
+    let mut disk = UringDisk::open(ring.clone(), &dir, true).unwrap();
+    disk.buffers_allocate(&[4096]);
+    let buffer = BufferId(0);
+    let (old, new) = (FileId::Segment(SegmentId(3)), FileId::Segment(SegmentId(4)));
+    let names = |dir: &std::path::Path| {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    // Create (a stale temporary of the name is started over), write, publish and sync.
+    std::fs::write(dir.join("0000000003.segment.tmp"), b"stale").unwrap();
+    assert_eq!(
+        file_ops(
+            &ring,
+            &mut disk,
+            &[FileOp::Create {
+                id: old,
+                size: 16384
+            }]
+        ),
+        0
+    );
+    assert_eq!(
+        std::fs::metadata(dir.join("0000000003.segment.tmp"))
+            .unwrap()
+            .len(),
+        16384
+    );
+    disk.buffer_mut(buffer).fill(0x33);
+    disk.submit_write(1, old, 4096, buffer, 4096, WriteSync::Dsync)
+        .unwrap();
+    complete(&ring, &mut disk, 1);
+    let publish = [FileOp::Publish { id: old }, FileOp::SyncDirectory];
+    assert_eq!(file_ops(&ring, &mut disk, &publish), 0);
+    assert_eq!(names(&dir), ["0000000003.segment"]);
+    // Recycle: the published file becomes the next one's temporary, with its descriptor.
+    let index = FileId::Index(SegmentId(3));
+    let recycle = [
+        FileOp::Remove { id: index },
+        FileOp::Recycle { from: old, to: new },
+        FileOp::SyncDirectory,
+    ];
+    assert_eq!(
+        file_ops(&ring, &mut disk, &recycle),
+        0,
+        "a missing index counts as removed"
+    );
+    assert_eq!(names(&dir), ["0000000004.segment.tmp"]);
+    disk.submit_read(2, new, 4096, buffer, 4096).unwrap();
+    complete(&ring, &mut disk, 1);
+    assert!(disk.buffer(buffer).iter().all(|&byte| byte == 0x33));
+    assert_eq!(
+        file_ops(&ring, &mut disk, &[FileOp::Publish { id: new }]),
+        0
+    );
+    // A replace whose temporary is missing fails, and the file keeps its name and a
+    // descriptor; the steps after it are not run.
+    let copy = FileId::SegmentCompacted(SegmentId(4));
+    let replace = FileOp::Replace {
+        from: copy,
+        to: new,
+    };
+    let failed = file_ops(&ring, &mut disk, &[replace, FileOp::Remove { id: new }]);
+    assert_eq!(failed, -libc::ENOENT);
+    assert_eq!(names(&dir), ["0000000004.segment"]);
+    disk.submit_read(3, new, 4096, buffer, 4096).unwrap();
+    complete(&ring, &mut disk, 1);
+    assert!(disk.buffer(buffer).iter().all(|&byte| byte == 0x33));
+    // A replace that runs: the copy takes the name, and the name's descriptor reads the copy.
+    assert_eq!(
+        file_ops(
+            &ring,
+            &mut disk,
+            &[FileOp::Create {
+                id: copy,
+                size: 8192
+            }]
+        ),
+        0
+    );
+    disk.buffer_mut(buffer).fill(0x44);
+    disk.submit_write(4, copy, 4096, buffer, 4096, WriteSync::Dsync)
+        .unwrap();
+    complete(&ring, &mut disk, 1);
+    assert_eq!(
+        file_ops(&ring, &mut disk, &[replace, FileOp::SyncDirectory]),
+        0
+    );
+    assert_eq!(names(&dir), ["0000000004.segment"]);
+    assert_eq!(
+        std::fs::metadata(dir.join("0000000004.segment"))
+            .unwrap()
+            .len(),
+        8192
+    );
+    disk.submit_read(5, new, 4096, buffer, 4096).unwrap();
+    complete(&ring, &mut disk, 1);
+    assert!(disk.buffer(buffer).iter().all(|&byte| byte == 0x44));
+    // Remove, twice: gone is gone.
+    let remove = [FileOp::Remove { id: new }, FileOp::SyncDirectory];
+    assert_eq!(file_ops(&ring, &mut disk, &remove), 0);
+    assert_eq!(file_ops(&ring, &mut disk, &remove), 0);
+    assert!(names(&dir).is_empty());
+    // A create that cannot be allocated fails and leaves no temporary.
+    let huge = FileOp::Create {
+        id: old,
+        size: 1 << 62,
+    };
+    assert!(file_ops(&ring, &mut disk, &[huge]) < 0);
+    assert!(names(&dir).is_empty());
+}
+
 #[test]
 fn space_free_is_the_file_systems_and_a_reserve_past_it_makes_the_journal_read_only() {
     if !uring_available() {

@@ -2,7 +2,9 @@
 
 use super::{user_data, AlignedBuffer, Ring, OWNER_DISK};
 use crate::constants::ZERO_CHUNK_SIZE;
-use crate::disk::{BufferId, Disk, DiskCompletion, DiskOp, DiskToken, SubmitError, WriteSync};
+use crate::disk::{
+    BufferId, Disk, DiskCompletion, DiskOp, DiskToken, FileOp, SubmitError, WriteSync,
+};
 use crate::file_name::{file_name, is_temporary_file_name, parse_file_name, temporary_file_name};
 use crate::ids::FileId;
 use io_uring::{opcode, squeue, types};
@@ -16,10 +18,14 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-// The tag's top two bits say which part of a submission completed.
+mod file_ops;
+
+// The tag's top two bits say which part of a submission completed; a file-ops step's tag
+// holds its slot instead of a token.
 const TAG_WRITE: u32 = 0;
 const TAG_SYNC: u32 = 1 << 30;
 const TAG_READ: u32 = 2 << 30;
+const TAG_FILE: u32 = 3 << 30;
 const TAG_OP_MASK: u32 = 3 << 30;
 
 /// Journal storage on one directory. Files of every kind are opened with O_DIRECT (unless
@@ -38,6 +44,7 @@ pub struct UringDisk {
     in_flight: usize,
     scratch: Vec<super::Completion>,
     quiet: Vec<QuietWrite>,
+    file_ops: file_ops::FileOpsSlots,
 }
 
 impl std::fmt::Debug for UringDisk {
@@ -75,6 +82,7 @@ impl UringDisk {
             in_flight: 0,
             scratch,
             quiet: Vec::with_capacity(crate::constants::COMMITS_IN_FLIGHT_MAX + 1),
+            file_ops: Default::default(),
         })
     }
 
@@ -128,6 +136,8 @@ impl Drop for UringDisk {
         if self.in_flight > 0 {
             let zero = std::mem::replace(&mut self.zero, AlignedBuffer::new(1));
             std::mem::forget(zero);
+            // The paths of file steps in flight, which the kernel may still read.
+            std::mem::forget(std::mem::take(&mut self.file_ops));
         }
     }
 }
@@ -231,14 +241,8 @@ impl Disk for UringDisk {
         self.directory_file.sync_all()
     }
 
-    fn file_publish_unsynced(&mut self, id: FileId) -> io::Result<()> {
-        let from = self.directory.join(temporary_file_name(id));
-        std::fs::rename(from, self.directory.join(file_name(id)))
-    }
-
-    fn file_remove_unsynced(&mut self, id: FileId) -> io::Result<()> {
-        self.files.remove(&id);
-        std::fs::remove_file(self.directory.join(file_name(id)))
+    fn submit_file_ops(&mut self, token: DiskToken, ops: &[FileOp]) -> Result<(), SubmitError> {
+        self.file_ops_submit(token, ops)
     }
 
     fn submit_sync_directory(&mut self, token: DiskToken) -> Result<(), SubmitError> {
@@ -251,32 +255,6 @@ impl Disk for UringDisk {
         unsafe { self.ring.borrow_mut().push(&[fsync]) }?;
         self.in_flight += 1;
         Ok(())
-    }
-
-    fn file_replace(&mut self, from: FileId, to: FileId) -> io::Result<()> {
-        let source = self.directory.join(temporary_file_name(from));
-        let target = self.directory.join(file_name(to));
-        std::fs::rename(source, target)?;
-        self.directory_file.sync_all()?;
-        let fd = self.files.remove(&from).ok_or(io::ErrorKind::NotFound)?;
-        // Dropping the old descriptor closes the replaced file, whose blocks go back to the
-        // file system now that no name refers to it.
-        self.files.insert(to, fd);
-        Ok(())
-    }
-
-    fn file_recycle(&mut self, from: FileId, to: FileId) -> io::Result<u64> {
-        let name = temporary_file_name(to);
-        self.files.remove(&from);
-        // rename(2) replaces a stale temporary of that name (an abandoned preparation).
-        std::fs::rename(
-            self.directory.join(file_name(from)),
-            self.directory.join(&name),
-        )?;
-        let file = File::from(self.open_file(&name, false)?);
-        let size = file.metadata()?.len();
-        self.files.insert(to, OwnedFd::from(file));
-        Ok(size)
     }
 
     fn file_discard(&mut self, id: FileId) {
@@ -503,7 +481,12 @@ impl Disk for UringDisk {
             let op = match tag & TAG_OP_MASK {
                 TAG_WRITE => DiskOp::Write,
                 TAG_SYNC => DiskOp::Sync,
-                _ => DiskOp::Read,
+                TAG_READ => DiskOp::Read,
+                _ => {
+                    let slot = usize::try_from(tag & !TAG_OP_MASK).expect("a few slots");
+                    self.file_step_complete(slot, completion.result, out);
+                    continue;
+                }
             };
             let token = DiskToken::from(tag & !TAG_OP_MASK);
             self.quiet_complete(token, op, out);
@@ -558,7 +541,7 @@ impl UringDisk {
                     out.push(write);
                 }
             }
-            DiskOp::Read => unreachable!("reads are never quiet"),
+            DiskOp::Read | DiskOp::File => unreachable!("reads and file steps are never quiet"),
         }
     }
 }

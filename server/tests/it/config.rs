@@ -398,7 +398,9 @@ fn data_dirs_check(source: Source<'_>, expect: Result<&[&str], &str>) {
     let args = match source {
         Source::Flag(value) => {
             let cli = Cli::try_parse_from(["ringlog", "serve", "--data-dir", value]).unwrap();
-            let Command::Serve(args) = cli.command;
+            let Command::Serve(args) = cli.command else {
+                panic!("parsed as serve")
+            };
             args
         }
         Source::File(value) => {

@@ -6,6 +6,7 @@
 // an unwrap that fails is a failed test with its location, which is what we want.
 #![allow(clippy::unwrap_used)]
 
+mod admin;
 mod allocation;
 mod backpressure;
 mod config;

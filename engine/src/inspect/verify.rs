@@ -1,0 +1,490 @@
+//! Verification of a whole journal directory, read-only: every record's checksums in every
+//! segment, the sealed segments' index files (header, run table, every slot page) and the
+//! checkpoint, then recovery's own verdict on the tail (torn tail or corruption), reached on
+//! a `ReadOnlyDisk` exactly as a server's open would reach it.
+//!
+//! A sealed segment (below the checkpoint's resume segment) was entirely durable, so any bad
+//! record before the end of its data, as its index records it, is corruption. From the resume
+//! segment on, recovery decides (docs/format.md, "Recovery rules").
+
+use super::walk::{SegmentWalk, WalkBad, WalkEnd, WalkError, WalkStep};
+use super::{index_page_read, journal_view, JournalView};
+use crate::checkpoint;
+use crate::constants::SECTOR_SIZE;
+use crate::error::OpenError;
+use crate::ids::{FileId, Location, SegmentId, Sequence};
+use crate::index_file::{self, FileFormatError, IndexHeader, RUN_TABLE_OFFSET};
+use crate::record::RecordError;
+use crate::stdx::{to_u64, to_usize};
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+/// What verification found, one item per line of the CLI's output.
+#[derive(Debug)]
+pub enum Finding {
+    /// A sealed segment whose records all verified up to the end of its data.
+    SegmentOk {
+        /// The segment.
+        segment: SegmentId,
+        /// Records read.
+        records: u64,
+        /// End of its data.
+        data_end: u64,
+    },
+    /// A sealed segment's index file verified (header, run table, slot pages).
+    IndexOk {
+        /// The segment.
+        segment: SegmentId,
+        /// Runs in its run table.
+        runs: u32,
+        /// Slot pages verified.
+        pages: u64,
+    },
+    /// A sealed segment has no index file: the next open rebuilds it from the segment (a
+    /// crash may lose an index's name). Not damage.
+    IndexMissing {
+        /// The segment.
+        segment: SegmentId,
+    },
+    /// The checkpoint verified.
+    CheckpointOk {
+        /// Its generation.
+        generation: u64,
+        /// The first segment it does not cover.
+        resume: SegmentId,
+    },
+    /// Recovery's scan of the tail passed: appends would go on at `append_at`.
+    TailOk {
+        /// Segments recovery scanned record by record.
+        segments: usize,
+        /// Where appends would go on.
+        append_at: Location,
+    },
+    /// A torn tail, which was never acknowledged: the next open zeroes `[start, end)` of its
+    /// segment. Not damage.
+    TornTail {
+        /// The segment and the start of the sector the scan stopped in.
+        start: Location,
+        /// End of the range zeroed.
+        end: u64,
+    },
+    /// A leftover temporary file (a preparation a crash cut short); the next open deletes it.
+    Temporary {
+        /// Its name.
+        name: String,
+    },
+    /// Damage.
+    Problem(Problem),
+}
+
+/// Damage found: which file, where in it (if one place), and what.
+#[derive(Debug)]
+pub struct Problem {
+    /// The file.
+    pub file: FileId,
+    /// The byte position, if the problem has one.
+    pub position: Option<u64>,
+    /// What is wrong.
+    pub reason: ProblemReason,
+}
+
+/// What is wrong (`Problem`).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ProblemReason {
+    /// The segment cannot be walked (header, size, read error).
+    Segment(WalkError),
+    /// Not a record of this place where one should be.
+    Record(WalkBad),
+    /// A record whose payload checksum or padding is wrong.
+    Payload(RecordError),
+    /// A record out of sequence.
+    Sequence {
+        /// The sequence the chain expects.
+        expected: Sequence,
+        /// What the record holds.
+        found: Sequence,
+    },
+    /// A record whose `checksum_previous` is not the previous record's header checksum.
+    Chain,
+    /// The segment's data ends before the end its index records.
+    DataEnd {
+        /// The index's end of data.
+        index: u64,
+        /// Where the records end.
+        found: u64,
+    },
+    /// The segment's first or last record, or its last checksum, is not what its index says.
+    IndexDisagrees,
+    /// The index file's header or run table does not verify.
+    IndexFile(FileFormatError),
+    /// The index file describes another generation of the segment.
+    IndexGeneration {
+        /// The index's generation.
+        index: u32,
+        /// The segment's.
+        segment: u32,
+    },
+    /// A slot page fails its checksum.
+    IndexPage {
+        /// The page.
+        page: u64,
+    },
+    /// A slot points outside the segment's data, or the slots held do not match the runs.
+    IndexSlots,
+    /// The checkpoint does not verify.
+    Checkpoint(FileFormatError),
+    /// Reading a file failed.
+    Io(io::Error),
+    /// Recovery refuses the journal: corruption in acknowledged data, or worse. The open of a
+    /// server would fail with this error.
+    Open(OpenError),
+}
+
+/// Verifies the journal in `directory` (module doc). Never writes.
+pub fn verify(directory: &Path) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    let resume = checkpoint_check(directory, &mut findings);
+    let view = journal_view(directory);
+    let segments: Vec<SegmentId> = match &view {
+        Ok(view) => view.segments.clone(),
+        Err(_) => segments_list(directory, &mut findings),
+    };
+    for &segment in segments.iter().filter(|&&segment| Some(segment) < resume) {
+        sealed_check(directory, segment, &mut findings);
+    }
+    match view {
+        Ok(view) => tail_findings(view, &mut findings),
+        Err(error) => findings.push(Finding::Problem(open_problem(error))),
+    }
+    findings
+}
+
+/// True when no finding is damage.
+#[must_use]
+pub fn is_clean(findings: &[Finding]) -> bool {
+    !findings
+        .iter()
+        .any(|finding| matches!(finding, Finding::Problem(_)))
+}
+
+fn tail_findings(view: JournalView, findings: &mut Vec<Finding>) {
+    for segment in &view.indexes_rebuilt {
+        if !view.path(FileId::Index(*segment)).exists() {
+            findings.push(Finding::IndexMissing { segment: *segment });
+        }
+    }
+    if let Some((start, end)) = view.torn_tail {
+        findings.push(Finding::TornTail { start, end });
+    }
+    findings.push(Finding::TailOk {
+        segments: view.report.segments_scanned,
+        append_at: view.append_at,
+    });
+    for name in view.temporaries {
+        findings.push(Finding::Temporary { name });
+    }
+}
+
+fn open_problem(error: OpenError) -> Problem {
+    let (file, position) = match &error {
+        OpenError::Corrupt { location, .. } | OpenError::SealedCorrupt { location, .. } => {
+            (FileId::Segment(location.segment), Some(location.position.0))
+        }
+        OpenError::SegmentHeader { location } | OpenError::SegmentSize { location, .. } => {
+            (FileId::Segment(location.segment), None)
+        }
+        _ => (FileId::Checkpoint, None),
+    };
+    Problem {
+        file,
+        position,
+        reason: ProblemReason::Open(error),
+    }
+}
+
+fn segments_list(directory: &Path, findings: &mut Vec<Finding>) -> Vec<SegmentId> {
+    let entries = match std::fs::read_dir(directory) {
+        Ok(entries) => entries,
+        Err(error) => {
+            findings.push(problem(FileId::Checkpoint, None, ProblemReason::Io(error)));
+            return Vec::new();
+        }
+    };
+    let mut segments: Vec<SegmentId> = entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| crate::file_name::parse_file_name(entry.file_name().to_str()?))
+        .filter_map(|file| match file {
+            FileId::Segment(segment) => Some(segment),
+            _ => None,
+        })
+        .collect();
+    segments.sort_unstable();
+    segments
+}
+
+fn problem(file: FileId, position: Option<u64>, reason: ProblemReason) -> Finding {
+    Finding::Problem(Problem {
+        file,
+        position,
+        reason,
+    })
+}
+
+/// Verifies the checkpoint; returns its resume segment (`None` without a usable one: then
+/// recovery scans every segment, and none counts as sealed here).
+fn checkpoint_check(directory: &Path, findings: &mut Vec<Finding>) -> Option<SegmentId> {
+    let file = FileId::Checkpoint;
+    let bytes = match std::fs::read(directory.join(file.to_string())) {
+        Ok(bytes) => bytes,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return None,
+        Err(error) => {
+            findings.push(problem(file, None, ProblemReason::Io(error)));
+            return None;
+        }
+    };
+    let size = to_u64(bytes.len());
+    let decoded = bytes
+        .get(..SECTOR_SIZE)
+        .ok_or(FileFormatError::Magic)
+        .and_then(|sector| checkpoint::decode_header(sector, size))
+        .and_then(|header| {
+            let table = &bytes[to_usize(checkpoint::LEDGER_TABLE_OFFSET)..];
+            checkpoint::decode_ledgers(table, &header)?;
+            let offset = checkpoint::tombstone_table_offset(header.ledger_count);
+            checkpoint::decode_tombstones(&bytes[to_usize(offset)..], &header)?;
+            Ok(header)
+        });
+    match decoded {
+        Ok(header) => {
+            findings.push(Finding::CheckpointOk {
+                generation: header.generation,
+                resume: header.resume_segment,
+            });
+            Some(header.resume_segment)
+        }
+        Err(error) => {
+            findings.push(problem(file, None, ProblemReason::Checkpoint(error)));
+            None
+        }
+    }
+}
+
+/// Checks sealed segment `segment`: its index file, then every record up to the end of its
+/// data.
+fn sealed_check(directory: &Path, segment: SegmentId, findings: &mut Vec<Finding>) {
+    let segment_file = FileId::Segment(segment);
+    let mut walk = match SegmentWalk::open(&directory.join(segment_file.to_string()), segment) {
+        Ok(walk) => walk,
+        Err(error) => {
+            findings.push(problem(segment_file, None, ProblemReason::Segment(error)));
+            return;
+        }
+    };
+    let index = index_check(directory, segment, &walk, findings);
+    match records_check(&mut walk, index.as_ref()) {
+        Ok(Ok((records, data_end))) => findings.push(Finding::SegmentOk {
+            segment,
+            records,
+            data_end,
+        }),
+        Ok(Err((position, reason))) => findings.push(problem(segment_file, position, reason)),
+        Err(error) => findings.push(problem(segment_file, None, ProblemReason::Io(error))),
+    }
+}
+
+type RecordsChecked = Result<(u64, u64), (Option<u64>, ProblemReason)>;
+
+/// Walks a sealed segment's records, checking the chain inside it, up to the end of its data
+/// (the index's, or where the walk ends without an index).
+fn records_check(
+    walk: &mut SegmentWalk,
+    index: Option<&IndexHeader>,
+) -> io::Result<RecordsChecked> {
+    let data_end = index.map(|header| header.data_end);
+    let mut records = 0u64;
+    let mut last: Option<(Sequence, u32)> = None;
+    let mut first: Option<Sequence> = None;
+    let end = loop {
+        let record = match walk.next_step()? {
+            WalkStep::Record(record) => record,
+            WalkStep::End(end) => break end,
+        };
+        if data_end.is_some_and(|data_end| record.position.0 >= data_end) {
+            break WalkEnd::Clean {
+                position: record.position,
+            };
+        }
+        let at = Some(record.position.0);
+        if let Err(error) = record.payload {
+            return Ok(Err((at, ProblemReason::Payload(error))));
+        }
+        if let Some((sequence, checksum)) = last {
+            let expected = Sequence(sequence.0 + 1);
+            if record.header.sequence != expected {
+                let found = record.header.sequence;
+                return Ok(Err((at, ProblemReason::Sequence { expected, found })));
+            }
+            if record.header.checksum_previous != checksum {
+                return Ok(Err((at, ProblemReason::Chain)));
+            }
+        }
+        first.get_or_insert(record.header.sequence);
+        last = Some((record.header.sequence, record.checksum_header));
+        records += 1;
+    };
+    let found = match end {
+        WalkEnd::Clean { position } => position.0,
+        WalkEnd::Bad { position, reason } => {
+            // Past the data an index records lie zeros, a recycled segment's stale records or
+            // torn fragments of an old crash; before it, nothing but records and padding.
+            let past_end = data_end.is_some_and(|data_end| position.0 >= data_end);
+            let stale = data_end.is_none() && walk.header().recycled && position.0 % 4096 == 0;
+            if !past_end && !stale {
+                return Ok(Err((Some(position.0), ProblemReason::Record(reason))));
+            }
+            position.0
+        }
+    };
+    let Some(index) = index else {
+        return Ok(Ok((records, found)));
+    };
+    Ok(index_agrees(index, found, first, last).map(|()| (records, index.data_end)))
+}
+
+/// The walk's end and first and last record against what the index records.
+fn index_agrees(
+    index: &IndexHeader,
+    found: u64,
+    first: Option<Sequence>,
+    last: Option<(Sequence, u32)>,
+) -> Result<(), (Option<u64>, ProblemReason)> {
+    if found < index.data_end {
+        let data_end = index.data_end;
+        let reason = ProblemReason::DataEnd {
+            index: data_end,
+            found,
+        };
+        return Err((Some(found), reason));
+    }
+    let agrees = match (first, last) {
+        (Some(first), Some((sequence_last, checksum_last))) => {
+            first == index.sequence_first
+                && sequence_last == index.sequence_last
+                && checksum_last == index.checksum_last
+        }
+        _ => true,
+    };
+    if !agrees {
+        return Err((None, ProblemReason::IndexDisagrees));
+    }
+    Ok(())
+}
+
+/// Checks sealed segment `segment`'s index file; returns its header when it verifies.
+fn index_check(
+    directory: &Path,
+    segment: SegmentId,
+    walk: &SegmentWalk,
+    findings: &mut Vec<Finding>,
+) -> Option<IndexHeader> {
+    let file_id = FileId::Index(segment);
+    let file = match File::open(directory.join(file_id.to_string())) {
+        Ok(file) => file,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return None,
+        Err(error) => {
+            findings.push(problem(file_id, None, ProblemReason::Io(error)));
+            return None;
+        }
+    };
+    match index_file_check(&file, segment, walk) {
+        Ok(Ok((header, pages))) => {
+            findings.push(Finding::IndexOk {
+                segment,
+                runs: header.run_count,
+                pages,
+            });
+            Some(header)
+        }
+        Ok(Err((position, reason))) => {
+            findings.push(problem(file_id, position, reason));
+            None
+        }
+        Err(error) => {
+            findings.push(problem(file_id, None, ProblemReason::Io(error)));
+            None
+        }
+    }
+}
+
+type IndexChecked = Result<(IndexHeader, u64), (Option<u64>, ProblemReason)>;
+
+fn index_file_check(
+    file: &File,
+    segment: SegmentId,
+    walk: &SegmentWalk,
+) -> io::Result<IndexChecked> {
+    let size = file.metadata()?.len();
+    let mut sector = vec![0u8; SECTOR_SIZE];
+    if size < RUN_TABLE_OFFSET {
+        return Ok(Err((
+            None,
+            ProblemReason::IndexFile(FileFormatError::Magic),
+        )));
+    }
+    file.read_exact_at(&mut sector, 0)?;
+    let header = match index_file::decode_header(&sector, segment, size) {
+        Ok(header) => header,
+        Err(error) => return Ok(Err((Some(0), ProblemReason::IndexFile(error)))),
+    };
+    let generation = walk.header().generation;
+    if header.generation != generation {
+        let reason = ProblemReason::IndexGeneration {
+            index: header.generation,
+            segment: generation,
+        };
+        return Ok(Err((Some(0), reason)));
+    }
+    if header.data_end > walk.file_size() {
+        return Ok(Err((Some(48), ProblemReason::IndexSlots)));
+    }
+    let table_offset = index_file::slot_table_offset(header.run_count);
+    let mut table = vec![0u8; to_usize(table_offset - RUN_TABLE_OFFSET)];
+    file.read_exact_at(&mut table, RUN_TABLE_OFFSET)?;
+    let runs = match index_file::decode_runs(&table, &header) {
+        Ok(runs) => runs,
+        Err(error) => {
+            return Ok(Err((
+                Some(RUN_TABLE_OFFSET),
+                ProblemReason::IndexFile(error),
+            )));
+        }
+    };
+    let held_expected: u64 = runs.iter().map(|run| u64::from(run.entries)).sum();
+    let mut held = 0u64;
+    let pages = index_file::page_count(header.slot_count);
+    for page in 0..pages {
+        if !index_page_read(file, table_offset, page, &mut sector)? {
+            let position = table_offset + page * to_u64(SECTOR_SIZE);
+            return Ok(Err((Some(position), ProblemReason::IndexPage { page })));
+        }
+        for index in 0..index_file::PAGE_SLOTS {
+            let Some((position, payload_size)) = index_file::page_slot(&sector, index) else {
+                continue;
+            };
+            let end = u64::from(position) + u64::from(payload_size);
+            let slot = page * to_u64(index_file::PAGE_SLOTS) + to_u64(index);
+            if slot >= header.slot_count || end > header.data_end || position < 4096 {
+                let at = table_offset + page * to_u64(SECTOR_SIZE);
+                return Ok(Err((Some(at), ProblemReason::IndexSlots)));
+            }
+            held += 1;
+        }
+    }
+    if held != held_expected {
+        return Ok(Err((None, ProblemReason::IndexSlots)));
+    }
+    Ok(Ok((header, pages)))
+}
