@@ -4,8 +4,9 @@ use crate::constants::{
     COMMITS_IN_FLIGHT_DEFAULT, COMMITS_IN_FLIGHT_MAX, COMPACTION_THRESHOLD_MAJOR_PER_MILLE_DEFAULT,
     COMPACTION_THRESHOLD_MINOR_PER_MILLE_DEFAULT, DISK_RESERVE_DEFAULT, DISK_RESERVE_MAX,
     INDEX_CACHE_PAGES_DEFAULT, INDEX_CACHE_PAGES_MAX, READS_IN_FLIGHT_MAX,
-    READ_CACHE_BUFFERS_DEFAULT, READ_CACHE_BUFFERS_MAX, SECTOR_SIZE, SEGMENT_RECYCLE_DEFAULT,
-    SEGMENT_RECYCLE_MAX, SEGMENT_SIZE_DEFAULT, SEGMENT_SIZE_MAX, SEGMENT_SIZE_MIN,
+    READ_AHEAD_WINDOWS_DEFAULT, READ_AHEAD_WINDOWS_MAX, READ_CACHE_BUFFERS_DEFAULT,
+    READ_CACHE_BUFFERS_MAX, SECTOR_SIZE, SEGMENT_RECYCLE_DEFAULT, SEGMENT_RECYCLE_MAX,
+    SEGMENT_SIZE_DEFAULT, SEGMENT_SIZE_MAX, SEGMENT_SIZE_MIN,
 };
 
 /// How a commit is made durable.
@@ -66,6 +67,17 @@ pub struct Config {
     /// `SEGMENT_RECYCLE_IDLE_PACES` removal paces. Default: 16 (`SEGMENT_RECYCLE_DEFAULT`).
     /// Bounds: 0 ..= 64; 0 unlinks every dead segment and allocates every new one.
     pub segment_recycle_max: usize,
+    /// Read-ahead windows (`READ_AHEAD_WINDOW_SIZE`, 1 MiB, each) kept per journal for
+    /// sequential readers: a read that follows the previous one of its ledger reads a whole
+    /// window, and later reads inside it are served from memory (`journal/read_ahead.rs`).
+    /// Default: 64 (`READ_AHEAD_WINDOWS_DEFAULT`). Bounds: 0 ..= 1024; 0 reads every entry
+    /// alone.
+    pub read_ahead_windows: usize,
+    /// Rewrite every sealed segment that holds entries of two or more ledgers, once, with its
+    /// entries in (ledger, entry) order (compaction's copy, within its rate), so a catch-up
+    /// read of one ledger reads contiguous bytes. Costs up to one more write of the data
+    /// (docs/durability.md, "Sorted segments"). Default: true.
+    pub sort_sealed: bool,
 }
 
 /// Default: no zero-fill. Measured here (docs/durability.md): zero-filling a 1 GiB segment
@@ -89,6 +101,8 @@ impl Default for Config {
             compaction_threshold_major_per_mille: COMPACTION_THRESHOLD_MAJOR_PER_MILLE_DEFAULT,
             disk_reserve: DISK_RESERVE_DEFAULT,
             segment_recycle_max: SEGMENT_RECYCLE_DEFAULT,
+            read_ahead_windows: READ_AHEAD_WINDOWS_DEFAULT,
+            sort_sealed: true,
         }
     }
 }
@@ -166,6 +180,12 @@ impl Config {
             return Err(ConfigError {
                 field: "segment_recycle_max",
                 expected: "0..=64",
+            });
+        }
+        if self.read_ahead_windows > READ_AHEAD_WINDOWS_MAX {
+            return Err(ConfigError {
+                field: "read_ahead_windows",
+                expected: "0..=1024",
             });
         }
         Ok(())

@@ -55,6 +55,32 @@ pub const READS_IN_FLIGHT_MAX: usize = 64;
 /// Size of each read buffer: one largest record, sector-aligned at both ends.
 pub const READ_BUFFER_SIZE: usize = align_up_const(RECORD_SIZE_MAX, SECTOR_SIZE) + SECTOR_SIZE;
 
+/// Bytes of one read-ahead window: a sequential reader's next records are read in one aligned
+/// O_DIRECT read of this size (`journal/read_ahead.rs`). 1 MiB moves 1.8-2.5 GB/s here
+/// (disk-floor.md) in about 0.4-0.5 ms, a few commits' time, so a window in flight delays a
+/// commit queued behind it by at most that. Records larger than a window are read alone.
+pub const READ_AHEAD_WINDOW_SIZE: usize = 1024 * 1024;
+/// Default read-ahead windows per journal (`Config::read_ahead_windows`): 64 MiB, two windows
+/// (the one being read and the next) for each of 32 catch-up readers of one shard.
+pub const READ_AHEAD_WINDOWS_DEFAULT: usize = 64;
+/// Largest configurable number of read-ahead windows per journal: 1 GiB.
+pub const READ_AHEAD_WINDOWS_MAX: usize = 1024;
+/// Most window reads in flight per journal: 4 MiB, about 2 ms of the disk's bandwidth, so a
+/// commit never waits behind more than that of read-ahead (reads and commits share the disk
+/// queue; commits are never held back by the engine, window reads are).
+pub const READ_AHEAD_IN_FLIGHT_MAX: usize = 4;
+/// Reads per journal that may wait on a read-ahead window in flight. They need no buffer of
+/// their own, so they are many more than the disk reads (`READS_IN_FLIGHT_MAX`): a catch-up
+/// client keeps hundreds of reads outstanding, and all of them in one window wait on it.
+pub const READ_WINDOW_WAITERS_MAX: usize = 1024;
+/// Ledgers whose read pattern a journal follows to tell sequential readers from random ones;
+/// the least recently read is forgotten first.
+pub const READ_AHEAD_STREAMS_MAX: usize = 256;
+/// A read of an entry at most this many ids from the last one read of its ledger counts as
+/// sequential: a client with many reads outstanding sends them in order, but replies and
+/// retries reorder a few.
+pub const READ_AHEAD_STREAM_GAP_MAX: i64 = 64;
+
 /// Most steps one `Disk::submit_file_ops` takes (a dead segment's reuse: its index's unlink,
 /// its rename, the directory's fsync).
 pub const FILE_OPS_MAX: usize = 4;
@@ -154,6 +180,8 @@ const _: () = assert!(DISK_RESERVE_DEFAULT <= DISK_RESERVE_MAX);
 const _: () = assert!(SEGMENT_RECYCLE_DEFAULT <= SEGMENT_RECYCLE_MAX);
 const _: () = assert!(RECOVERY_CHUNK_SIZE % SECTOR_SIZE == 0);
 const _: () = assert!(READ_BUFFER_SIZE % SECTOR_SIZE == 0);
+const _: () = assert!(READ_AHEAD_WINDOW_SIZE % SECTOR_SIZE == 0);
+const _: () = assert!(READ_AHEAD_WINDOWS_DEFAULT <= READ_AHEAD_WINDOWS_MAX);
 const _: () = assert!(COMMITS_IN_FLIGHT_DEFAULT <= COMMITS_IN_FLIGHT_MAX);
 const _: () = assert!(READ_CACHE_BUFFERS_DEFAULT <= READ_CACHE_BUFFERS_MAX);
 

@@ -462,11 +462,7 @@ impl Index {
         threshold: f64,
         excluded: impl Fn(SegmentId) -> bool,
     ) -> Option<SegmentId> {
-        let lac_segments: std::collections::BTreeSet<SegmentId> = self
-            .ledgers
-            .values()
-            .filter_map(|state| state.explicit_lac.map(|slot| slot.location().segment))
-            .collect();
+        let lac_segments = self.explicit_lac_segments();
         #[allow(clippy::cast_precision_loss)]
         let fraction =
             |table: &SealedSegment| table.bytes_live as f64 / table.file_size.max(1) as f64;
@@ -480,6 +476,43 @@ impl Index {
             })
             .min_by(|a, b| fraction(a.1).total_cmp(&fraction(b.1)))
             .map(|(&segment, _)| segment)
+    }
+
+    /// The newest sealed segment below `before` never rewritten (generation 0) whose live
+    /// entries are runs of two or more ledgers, interleaved as their commits wrote them: the
+    /// next one to sort by (ledger, entry). Newest first, because a lagging reader reads
+    /// recent data; the same exclusions as `compaction_candidate`.
+    #[must_use]
+    pub fn sort_candidate(
+        &self,
+        before: SegmentId,
+        excluded: impl Fn(SegmentId) -> bool,
+    ) -> Option<SegmentId> {
+        let lac_segments = self.explicit_lac_segments();
+        let unsorted = |segment: &SegmentId| {
+            self.sealed_segments
+                .get(segment)
+                .is_some_and(|table| table.generation == 0 && table.bytes_live > 0)
+        };
+        let mut runs: HashMap<SegmentId, u32> = HashMap::new();
+        for run in self.ledgers.values().flat_map(|state| state.sealed.iter()) {
+            if run.segment < before && unsorted(&run.segment) {
+                *runs.entry(run.segment).or_default() += 1;
+            }
+        }
+        runs.into_iter()
+            .filter(|&(segment, count)| {
+                count >= 2 && !lac_segments.contains(&segment) && !excluded(segment)
+            })
+            .map(|(segment, _)| segment)
+            .max()
+    }
+
+    fn explicit_lac_segments(&self) -> std::collections::BTreeSet<SegmentId> {
+        self.ledgers
+            .values()
+            .filter_map(|state| state.explicit_lac.map(|slot| slot.location().segment))
+            .collect()
     }
 
     /// Where a sealed segment's slot table is.

@@ -7,6 +7,7 @@ mod disk_full;
 mod file_name;
 mod harness;
 mod journal;
+mod read_ahead;
 mod record;
 mod recovery;
 mod recycle;

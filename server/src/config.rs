@@ -239,6 +239,23 @@ pub struct ServeArgs {
     /// reuse they are removed too. 0 unlinks every dead segment. 0 to 64. Default: 16.
     #[arg(long, value_name = "COUNT")]
     pub segment_recycle_max: Option<usize>,
+    /// MiB of read-ahead each shard keeps, in 1 MiB windows. A read that follows the
+    /// previous read of its ledger (a catch-up consumer, a replay, re-replication) reads the
+    /// next 1 MiB of its segment in one O_DIRECT read, and the reads after it are served from
+    /// memory; past the middle of a window the next one is read ahead. At most 4 MiB of it is
+    /// in flight per shard, so a commit never queues behind more. Random single reads still
+    /// read only their entry. 0 reads every entry alone. 0 to 1024. Default: 64.
+    #[arg(long, value_name = "MIB")]
+    pub read_ahead_mib: Option<usize>,
+    /// Rewrite each sealed segment that holds entries of two or more ledgers, once, in
+    /// (ledger, entry) order, so a catch-up read of one ledger reads contiguous bytes
+    /// instead of one entry in fifty. It is compaction's copy, within --compaction-rate-mib
+    /// and after mostly-dead segments, newest segment first, and only with room for a copy
+    /// beyond --disk-reserve-mib. Costs up to one more write of the data written (less for
+    /// ledgers deleted before their segment's turn): docs/durability.md, "Sorted segments".
+    /// Default: true.
+    #[arg(long, value_name = "BOOL")]
+    pub sort_sealed_segments: Option<bool>,
     /// Close a connection after this many milliseconds without traffic and with nothing in
     /// flight, like Kafka's connections.max.idle.ms. 100 to 604800000. Default: 600000.
     #[arg(long, value_name = "MS")]
@@ -565,6 +582,8 @@ impl ServeArgs {
             index_cache_mib: self.index_cache_mib.or(file.index_cache_mib),
             disk_reserve_mib: self.disk_reserve_mib.or(file.disk_reserve_mib),
             segment_recycle_max: self.segment_recycle_max.or(file.segment_recycle_max),
+            read_ahead_mib: self.read_ahead_mib.or(file.read_ahead_mib),
+            sort_sealed_segments: self.sort_sealed_segments.or(file.sort_sealed_segments),
             idle_timeout_ms: self.idle_timeout_ms.or(file.idle_timeout_ms),
             busy_poll_us: self.busy_poll_us.or(file.busy_poll_us),
             commit_stall_ms: self.commit_stall_ms.or(file.commit_stall_ms),
@@ -635,6 +654,10 @@ impl ServeArgs {
             )?,
             disk_reserve: disk_reserve(self.disk_reserve_mib)?,
             segment_recycle_max: segment_recycle_max(self.segment_recycle_max)?,
+            read_ahead_windows: read_ahead_windows(self.read_ahead_mib)?,
+            sort_sealed: self
+                .sort_sealed_segments
+                .unwrap_or(engine::Config::default().sort_sealed),
             ..engine::Config::default()
         };
         let compaction_rate_mib = self
@@ -1101,6 +1124,19 @@ fn segment_recycle_max(count: Option<usize>) -> Result<usize, ConfigError> {
         });
     }
     Ok(count)
+}
+
+/// The journal's read-ahead windows (1 MiB each) from `--read-ahead-mib`.
+fn read_ahead_windows(mib: Option<usize>) -> Result<usize, ConfigError> {
+    const _: () = assert!(engine::constants::READ_AHEAD_WINDOW_SIZE == 1 << 20);
+    let windows = mib.unwrap_or(engine::constants::READ_AHEAD_WINDOWS_DEFAULT);
+    if windows > engine::constants::READ_AHEAD_WINDOWS_MAX {
+        return Err(ConfigError::OutOfBounds {
+            option: "--read-ahead-mib",
+            expected: "0..=1024",
+        });
+    }
+    Ok(windows)
 }
 
 /// One core per shard. With --cores, one shard per listed core; without, shards cycle over

@@ -403,12 +403,13 @@ pub fn summary_line(report: &ShardReport) -> String {
          received_to_handled_us_avg={:.1} \
          commit_staging_us_avg={:.1} commit_io_us_avg={:.1} | journal records={} \
          entries_durable={} bytes_written={} staging_full={} segments_created={} \
-         segment_create_failures={} reads_cached={} reads_disk={} read_checksum_failures={} \
+         segment_create_failures={} reads_cached={} reads_disk={} reads_read_ahead={} \
+         read_ahead_windows={} read_checksum_failures={} \
          torn_tail_truncations={} segments_sealed={} index_bytes_written={} \
          checkpoints_written={} seal_failures={} index_page_reads={} index_page_hits={} \
          metadata_calls={} metadata_us_avg={:.1} metadata_us_max={} ledgers_deleted={} \
          segments_removed={} segment_bytes_removed={} segments_recycled={} zero_ahead_bytes={} \
-         compactions_done={} \
+         compactions_done={} compactions_sorting={} \
          compaction_bytes_written={} compaction_bytes_freed={} compaction_failures={} \
          compaction_refusals={}",
         report.id,
@@ -444,6 +445,8 @@ pub fn summary_line(report: &ShardReport) -> String {
         journal.segment_create_failures,
         journal.reads_cached,
         journal.reads_disk,
+        journal.reads_read_ahead,
+        journal.read_ahead_windows,
         journal.read_checksum_failures,
         journal.torn_tail_truncations,
         journal.segments_sealed,
@@ -462,6 +465,7 @@ pub fn summary_line(report: &ShardReport) -> String {
         journal.segments_recycled,
         journal.zero_ahead_bytes,
         journal.compactions_done,
+        journal.compactions_sorting,
         journal.compaction_bytes_written,
         journal.compaction_bytes_freed,
         journal.compaction_failures,

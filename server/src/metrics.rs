@@ -175,9 +175,14 @@ shard_scalars! {
     compaction_bytes_written,
     compaction_bytes_freed,
     compaction_failures,
-    /// Reads served from memory and from disk.
+    /// Reads served from memory and from disk (alone, or through a read-ahead window), and
+    /// the windows read.
     reads_cached,
     reads_disk,
+    reads_read_ahead,
+    read_ahead_windows,
+    /// Compactions started to sort a segment by (ledger, entry).
+    compactions_sorting,
 }
 
 /// Everything one shard publishes, as plain numbers: what it fills on its tick, and what the

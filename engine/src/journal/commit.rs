@@ -263,6 +263,22 @@ impl Commits {
         Some((commit.segment, commit.position, end))
     }
 
+    /// Where the durable records of `segment` end: the first commit not yet durable on it
+    /// starts there (commits start on sector boundaries), or the write head, or, for a
+    /// segment the write head has left, the segment's end.
+    pub(super) fn durable_end(&self, segment: SegmentId) -> u64 {
+        let first_pending = self
+            .order
+            .iter()
+            .map(|&slot| &self.slots[slot])
+            .find(|commit| commit.segment == segment);
+        match first_pending {
+            Some(commit) => commit.position,
+            None if segment == self.segment_active => self.position_next,
+            None => self.segment_size,
+        }
+    }
+
     pub(super) fn write_head(&self) -> WriteHead {
         let staged_end = self.staging.map_or(self.position_next, |slot| {
             let commit = &self.slots[slot];

@@ -155,6 +155,7 @@ impl<D: Disk> Journal<D> {
     /// tombstones no segment left can hold a record of.
     fn segment_dead_forget(&mut self, segment: SegmentId) {
         self.index.sealed_segment_remove(segment);
+        self.reads.segment_replaced(segment);
         let resume = self.seal.resume();
         let oldest = self
             .index

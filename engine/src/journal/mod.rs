@@ -10,7 +10,8 @@
 //! `Journal` composes four state machines, each with its own state in its own file:
 //!
 //! - `commit.rs`, `Commits`: staging, group commit, ordered completion, poisoning;
-//! - `reads.rs`, `Reads`: disk reads and the cache of durable commit buffers;
+//! - `reads.rs`, `Reads`: disk reads and the cache of durable commit buffers, with
+//!   `read_ahead.rs`, `ReadAhead`: the windows a sequential scan is read in;
 //! - `segments.rs`, `Segments`: background preparation of the next segment, the spares, and
 //!   the read-only state while no segment can be created;
 //! - `zero_ahead.rs`, `ZeroAhead`: zeroing the active segment ahead of the write head.
@@ -28,6 +29,7 @@ mod compact;
 mod dead;
 mod event;
 mod index_pages;
+mod read_ahead;
 mod reads;
 mod seal;
 mod segments;
@@ -43,15 +45,16 @@ pub use crate::ids::{ENTRY_ID_EXPLICIT_LAC, ENTRY_ID_FENCE, ENTRY_ID_FORCE, ENTR
 use self::commit::{Commits, Staged};
 use self::compact::Compaction;
 use self::index_pages::IndexPages;
-use self::reads::{Expected, Reads, Resolved};
+use self::reads::{Expected, Reads, Resolved, Scan};
 use self::seal::Seal;
 use self::segments::{Segments, Spare};
 use self::zero_ahead::ZeroAhead;
 use crate::config::Config;
 use crate::constants::{
     BATCH_BYTES_MAX, BATCH_RECORDS_MAX, COMPACTION_BUFFER_SIZE, COMPACTION_WINDOW_SIZE,
-    ENTRY_GAP_MAX, MASTER_KEY_SIZE, READ_BUFFER_SIZE, RECORD_PAYLOAD_SIZE_MAX, SEAL_CHUNK_SIZE,
-    SECTOR_SIZE, SEGMENT_HEADER_SIZE,
+    ENTRY_GAP_MAX, MASTER_KEY_SIZE, READ_AHEAD_WINDOW_SIZE, READ_BUFFER_SIZE,
+    READ_WINDOW_WAITERS_MAX, RECORD_PAYLOAD_SIZE_MAX, SEAL_CHUNK_SIZE, SECTOR_SIZE,
+    SEGMENT_HEADER_SIZE,
 };
 use crate::disk::{BufferId, Disk, DiskCompletion};
 use crate::error::{AddError, OpenError, ReadError};
@@ -69,6 +72,7 @@ const TOKEN_ZERO_AHEAD: u64 = 4 << 24;
 const TOKEN_SEAL: u64 = 5 << 24;
 const TOKEN_COMPACT: u64 = 6 << 24;
 const TOKEN_DEAD: u64 = 7 << 24;
+const TOKEN_READ_AHEAD: u64 = 8 << 24;
 const TOKEN_KIND_MASK: u64 = 0xFF << 24;
 
 /// How an add is acknowledged.
@@ -127,13 +131,19 @@ impl<D: Disk> Journal<D> {
         sizes.push(SEAL_CHUNK_SIZE);
         // Compaction's buffers exist only when compaction can run.
         let compaction_on = config.compaction_threshold_minor_per_mille > 0
-            || config.compaction_threshold_major_per_mille > 0;
+            || config.compaction_threshold_major_per_mille > 0
+            || config.sort_sealed;
         let compaction_sizes = if compaction_on {
             [COMPACTION_BUFFER_SIZE, COMPACTION_WINDOW_SIZE]
         } else {
             [SECTOR_SIZE, SECTOR_SIZE]
         };
         sizes.extend(compaction_sizes);
+        let windows = sizes.len()..sizes.len() + config.read_ahead_windows;
+        sizes.extend(std::iter::repeat_n(
+            READ_AHEAD_WINDOW_SIZE,
+            config.read_ahead_windows,
+        ));
         disk.buffers_allocate(&sizes);
         let buffer_id = |index: usize| BufferId(u32::try_from(index).expect("few buffers"));
         let mut recovered = crate::recovery::recover(&mut disk, &config, buffer_id(0))?;
@@ -152,7 +162,11 @@ impl<D: Disk> Journal<D> {
             recovered.segment_id_max = spare;
         }
         let read_buffers = commit_buffers..commit_buffers + config.reads_in_flight_max;
-        let reads = Reads::new(read_buffers.map(buffer_id), config.read_cache_buffers);
+        let reads = Reads::new(
+            read_buffers.map(buffer_id),
+            config.read_cache_buffers,
+            windows.map(buffer_id),
+        );
         let commits = Commits::new(
             &config,
             (0..commit_buffers).rev().map(buffer_id).collect(),
@@ -162,9 +176,10 @@ impl<D: Disk> Journal<D> {
             recovered.checksum_previous,
             recovered.active_sequence_first,
         );
-        let header_buffer = buffer_id(sizes.len() - 4);
-        let seal_buffer = buffer_id(sizes.len() - 3);
-        let compaction = Compaction::new(buffer_id(sizes.len() - 2), buffer_id(sizes.len() - 1));
+        let fixed_end = sizes.len() - config.read_ahead_windows;
+        let header_buffer = buffer_id(fixed_end - 4);
+        let seal_buffer = buffer_id(fixed_end - 3);
+        let compaction = Compaction::new(buffer_id(fixed_end - 2), buffer_id(fixed_end - 1));
         let seal = Seal::new(seal_buffer, recovered.resume, recovered.seal_queue);
         let spares = recovered.spares.iter().map(|&segment| Spare {
             segment,
@@ -195,7 +210,9 @@ impl<D: Disk> Journal<D> {
             compaction,
             dead: dead::DeadFiles::default(),
             open_report: recovered.report,
-            events: Vec::with_capacity(events_max + config.reads_in_flight_max),
+            events: Vec::with_capacity(
+                events_max + config.reads_in_flight_max + READ_WINDOW_WAITERS_MAX,
+            ),
             completions: Vec::with_capacity(events_max),
             stats,
             config,
@@ -445,6 +462,11 @@ impl<D: Disk> Journal<D> {
             match completion.token & TOKEN_KIND_MASK {
                 TOKEN_COMMIT => self.on_commit(slot, op, result),
                 TOKEN_READ => self.read_on_complete(slot, result),
+                TOKEN_READ_AHEAD => {
+                    let events = &mut self.events;
+                    self.reads
+                        .window_on_complete(disk, stats, events, slot, result);
+                }
                 TOKEN_SEAL => self.seal_on_complete(op, result),
                 TOKEN_COMPACT => self.compact_on_complete(op, result),
                 TOKEN_PREPARE => {
@@ -489,6 +511,10 @@ impl<D: Disk> Journal<D> {
             ReadTarget::Last => (EntryId(state.entry_last), RecordKind::Entry),
             ReadTarget::ExplicitLac => (ENTRY_ID_EXPLICIT_LAC, RecordKind::ExplicitLac),
         };
+        let sequential = match target {
+            ReadTarget::Entry(entry) => self.reads.sequential(ledger, entry),
+            ReadTarget::Last | ReadTarget::ExplicitLac => false,
+        };
         let slot = match target {
             ReadTarget::ExplicitLac => state.explicit_lac.ok_or(ReadError::NoEntry)?,
             ReadTarget::Entry(_) | ReadTarget::Last => {
@@ -506,8 +532,9 @@ impl<D: Disk> Journal<D> {
                     Resolved::Page(page) => {
                         let (disk, stats, events) =
                             (&mut self.disk, &mut self.stats, &mut self.events);
+                        let target = (ledger, entry);
                         self.reads
-                            .start_page(disk, stats, events, token, (ledger, entry), page)?;
+                            .start_page(disk, stats, events, token, target, page, sequential)?;
                         return Ok(ReadOutcome::Pending);
                     }
                 }
@@ -519,9 +546,57 @@ impl<D: Disk> Journal<D> {
             entry,
             location: slot.location(),
         };
+        if sequential {
+            self.read_ahead_guide(ledger, entry, slot.payload_size());
+        }
+        let scan = Scan {
+            sequential,
+            segment_end: self.readable_end(slot.location().segment),
+        };
         let (disk, stats, events) = (&mut self.disk, &mut self.stats, &mut self.events);
+        let payload_size = slot.payload_size();
         self.reads
-            .start(disk, stats, events, token, expected, slot.payload_size())
+            .start(disk, stats, events, token, expected, payload_size, scan)
+    }
+
+    /// Reads ahead where a scan of `ledger` is going, not only past the bytes it reads: in a
+    /// sorted segment a ledger's entries are runs (one per copy batch, `compact.rs`) with
+    /// other ledgers' runs between them, so the window that follows the current one holds
+    /// other ledgers. On every 8th read of a scan, the entry about half a window ahead is
+    /// looked up in the index (memory only: if its page is not cached, nothing happens) and
+    /// a window is started there if none holds it.
+    fn read_ahead_guide(&mut self, ledger: LedgerId, entry: EntryId, payload_size: u32) {
+        if entry.0 % 8 != 0 {
+            return;
+        }
+        let record_size = record::record_size(payload_size as usize);
+        let entries_ahead = (READ_AHEAD_WINDOW_SIZE / 2 / record_size).clamp(8, 4096);
+        let Some(ahead) = entry
+            .0
+            .checked_add(i64::try_from(entries_ahead).expect("small"))
+        else {
+            return;
+        };
+        let Ok(Resolved::Record(slot)) = self.entry_resolve(ledger, EntryId(ahead), 0) else {
+            return;
+        };
+        let location = slot.location();
+        if self.compaction.blocks_reads(location.segment) {
+            return;
+        }
+        let segment_end = self.readable_end(location.segment);
+        let size = record::record_size(slot.payload_size() as usize);
+        let (disk, stats) = (&mut self.disk, &mut self.stats);
+        self.reads.guide(disk, stats, location, size, segment_end);
+    }
+
+    /// Where the bytes a read may use of `segment` end: a sealed segment's file, or the
+    /// durable records of one still being written (a read-ahead window never reads past it).
+    fn readable_end(&self, segment: crate::ids::SegmentId) -> u64 {
+        match self.index.sealed_segment(segment) {
+            Some(table) => table.file_size,
+            None => self.commits.durable_end(segment),
+        }
     }
 
     /// The result of a finished disk read: the entry id and its stored body.

@@ -2,9 +2,15 @@
 //! or by a disk read into a read slot that reports `Event::ReadDone`. Every record read is
 //! checked against the identity the index expects at its location, so a misdirected read or
 //! write that is internally valid is caught; a disk read that fails the check is retried once.
+//! A read that is part of a sequential scan goes through a read-ahead window instead of a
+//! read of its own (`read_ahead.rs`).
 
-use super::{Event, Journal, Stats, TOKEN_READ};
-use crate::constants::{RECORD_PAYLOAD_SIZE_MAX, SECTOR_SIZE, SEGMENT_HEADER_SIZE};
+use super::read_ahead::{Found, ReadAhead};
+use super::{Event, Journal, Stats, TOKEN_READ, TOKEN_READ_AHEAD};
+use crate::constants::{
+    READ_AHEAD_WINDOW_SIZE, READ_WINDOW_WAITERS_MAX, RECORD_PAYLOAD_SIZE_MAX, SECTOR_SIZE,
+    SEGMENT_HEADER_SIZE,
+};
 use crate::disk::{BufferId, Disk};
 use crate::error::ReadError;
 use crate::ids::FileId;
@@ -53,6 +59,25 @@ pub(super) struct Expected {
     pub location: Location,
 }
 
+/// How a read may use read-ahead: whether it follows its ledger's previous read, and where
+/// the readable bytes of its segment end (its file, or its durable records).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Scan {
+    pub sequential: bool,
+    pub segment_end: u64,
+}
+
+/// How a read's record is read (`Reads::plan`).
+#[derive(Clone, Copy, Debug)]
+enum Plan {
+    /// From this window, in memory and checked.
+    Ready(u32),
+    /// From this window, once its read lands.
+    Window(u32),
+    /// By a read of its own.
+    Alone,
+}
+
 /// A durable commit buffer kept to serve tailing reads.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Cached {
@@ -79,12 +104,17 @@ struct Read {
     kind: RecordKind,
     location: Location,
     payload_size: u32,
-    buffer: BufferId,
+    /// The slot's own read buffer; none for a slot that only waits on windows.
+    buffer: Option<BufferId>,
     start: u64,
     length: usize,
     attempts: u32,
     /// Set while the read first fetches the index page that says where the entry is.
     page: Option<PageRead>,
+    /// Part of a sequential scan (`ReadAhead::sequential`).
+    sequential: bool,
+    /// The read-ahead window the record comes from, instead of the slot's own read.
+    window: Option<u32>,
 }
 
 /// An index page a read of a sealed entry needs first.
@@ -103,20 +133,38 @@ pub(super) struct PageRead {
 /// The reads of one journal: the read slots with their buffers, and the read cache.
 #[derive(Debug)]
 pub(super) struct Reads {
-    /// One slot per disk read that can be in flight, each with its own buffer.
+    /// One slot per disk read that can be in flight, each with its own buffer, then
+    /// `READ_WINDOW_WAITERS_MAX` slots without one for reads waiting on a window.
     slots: Vec<Read>,
-    /// Indexes of the free slots.
+    /// Indexes of the free slots with a buffer, and of the free waiting slots.
     free: Vec<u32>,
+    waiters_free: Vec<u32>,
     /// The most recent durable commit buffers, oldest first.
     cache: VecDeque<Cached>,
     /// Most commit buffers the cache holds (`Config::read_cache_buffers`).
     cache_capacity: usize,
+    /// The read-ahead windows.
+    ahead: ReadAhead,
 }
 
 impl Reads {
-    /// Read slots, one per buffer of `buffers`, and an empty cache of `cache_capacity`.
-    pub(super) fn new(buffers: impl Iterator<Item = BufferId>, cache_capacity: usize) -> Reads {
+    /// Read slots, one per buffer of `buffers`, an empty cache of `cache_capacity`, and a
+    /// read-ahead window over each of `windows` (with the slots that wait on windows, if
+    /// there are any).
+    pub(super) fn new(
+        buffers: impl Iterator<Item = BufferId>,
+        cache_capacity: usize,
+        windows: impl Iterator<Item = BufferId>,
+    ) -> Reads {
+        let ahead = ReadAhead::new(windows);
+        let waiters = if ahead.is_off() {
+            0
+        } else {
+            READ_WINDOW_WAITERS_MAX
+        };
+        let buffers = buffers.map(Some);
         let slots: Vec<Read> = buffers
+            .chain(std::iter::repeat_n(None, waiters))
             .map(|buffer| Read {
                 state: ReadState::Free,
                 token: 0,
@@ -133,18 +181,31 @@ impl Reads {
                 length: 0,
                 attempts: 0,
                 page: None,
+                sequential: false,
+                window: None,
             })
             .collect();
         let count = u32::try_from(slots.len()).expect("small");
+        let with_buffer = count - slot_u32(waiters);
         Reads {
             slots,
-            free: (0..count).collect(),
+            // Popped from the end: slot 0 first.
+            free: (0..with_buffer).rev().collect(),
+            waiters_free: (with_buffer..count).rev().collect(),
             cache: VecDeque::with_capacity(cache_capacity + 1),
             cache_capacity,
+            ahead,
         }
     }
 
-    /// Serves the record `expected` describes from the cache, or starts a disk read of it.
+    /// Notes a read of `entry` of `ledger`: true if it continues a sequential scan.
+    pub(super) fn sequential(&mut self, ledger: LedgerId, entry: EntryId) -> bool {
+        self.ahead.sequential(ledger, entry)
+    }
+
+    /// Serves the record `expected` describes from the cache or a read-ahead window, or starts
+    /// a disk read of it (its own, or a window's it waits on).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn start<'d, D: Disk>(
         &mut self,
         disk: &'d mut D,
@@ -153,6 +214,7 @@ impl Reads {
         token: u64,
         expected: Expected,
         payload_size: u32,
+        scan: Scan,
     ) -> Result<ReadOutcome<'d>, ReadError> {
         let location = expected.location;
         if let Some(cached) = self.cached_record(&*disk, location, payload_size) {
@@ -169,12 +231,26 @@ impl Reads {
                 });
             }
         }
-        let read_slot = self.free.pop().ok_or(ReadError::Busy)?;
-        let read = &mut self.slots[read_slot as usize];
-        assert_eq!(read.state, ReadState::Free);
         let size = record::record_size(payload_size as usize);
-        let start = crate::stdx::align_down_u64(location.position.0, to_u64(SECTOR_SIZE));
-        let end = crate::stdx::align_up_u64(location.position.0 + to_u64(size), 4096);
+        let plan = self.plan(disk, stats, expected, size, scan);
+        let slot = match plan {
+            Plan::Ready(window) => {
+                let disk: &'d D = disk;
+                let position = location.position.0;
+                let bytes = self.ahead.bytes(disk, window, position, size);
+                let body = verify(bytes.expect("planned"), expected).expect("verified");
+                return Ok(ReadOutcome::Ready {
+                    entry: expected.entry,
+                    body,
+                });
+            }
+            // A read waiting on a window needs no buffer of its own.
+            Plan::Window(_) => self.waiters_free.pop().or_else(|| self.free.pop()),
+            Plan::Alone => self.free.pop(),
+        };
+        let slot = to_usize(u64::from(slot.ok_or(ReadError::Busy)?));
+        let read = &mut self.slots[slot];
+        assert_eq!(read.state, ReadState::Free);
         *read = Read {
             state: ReadState::InFlight,
             token,
@@ -184,14 +260,202 @@ impl Reads {
             location,
             payload_size,
             buffer: read.buffer,
-            start,
-            length: to_usize(end - start),
+            start: 0,
+            length: 0,
             attempts: 0,
             page: None,
+            sequential: scan.sequential,
+            window: None,
         };
-        self.submit(disk, events, read_slot as usize);
-        stats.reads_disk += 1;
+        self.plan_follow(disk, stats, events, slot, plan);
         Ok(ReadOutcome::Pending)
+    }
+
+    /// Decides how the record `expected` (of `size` bytes) is read: from a window in memory
+    /// (checked), from a window in flight, from a window this read starts because it is part
+    /// of a scan, or alone. A window already read past the middle starts the next one.
+    fn plan<D: Disk>(
+        &mut self,
+        disk: &mut D,
+        stats: &mut Stats,
+        expected: Expected,
+        size: usize,
+        scan: Scan,
+    ) -> Plan {
+        let (segment, position) = (expected.location.segment, expected.location.position.0);
+        let window = match self.ahead.find(segment, position, size) {
+            Some(Found::Ready(window)) => {
+                let intact = self
+                    .ahead
+                    .bytes(&*disk, window, position, size)
+                    .and_then(|bytes| verify(bytes, expected))
+                    .is_some();
+                if !intact {
+                    // A stale window (its segment was rewritten): this read goes alone.
+                    self.ahead.discard(window);
+                    return Plan::Alone;
+                }
+                Plan::Ready(window)
+            }
+            Some(Found::InFlight(window)) => Plan::Window(window),
+            None => {
+                let offset = position - crate::stdx::align_down_u64(position, to_u64(SECTOR_SIZE));
+                let fits = offset + to_u64(size) <= to_u64(READ_AHEAD_WINDOW_SIZE);
+                let started = (scan.sequential && fits)
+                    .then(|| {
+                        self.ahead.start(
+                            disk,
+                            TOKEN_READ_AHEAD,
+                            segment,
+                            position,
+                            scan.segment_end,
+                        )
+                    })
+                    .flatten();
+                stats.read_ahead_windows += u64::from(started.is_some());
+                match started {
+                    Some(window) => Plan::Window(window),
+                    None => return Plan::Alone,
+                }
+            }
+        };
+        stats.reads_read_ahead += 1;
+        let (Plan::Ready(index) | Plan::Window(index)) = window else {
+            unreachable!("windows only here");
+        };
+        if scan.sequential {
+            let end = position + to_u64(size);
+            let started = self
+                .ahead
+                .prefetch(disk, TOKEN_READ_AHEAD, index, end, scan.segment_end);
+            stats.read_ahead_windows += u64::from(started);
+        }
+        window
+    }
+
+    /// Starts a window at `location` (a record of `size` bytes a scan will read soon) unless
+    /// one holds it already.
+    pub(super) fn guide<D: Disk>(
+        &mut self,
+        disk: &mut D,
+        stats: &mut Stats,
+        location: Location,
+        size: usize,
+        segment_end: u64,
+    ) {
+        let (segment, position) = (location.segment, location.position.0);
+        if self.ahead.is_off() || self.ahead.find(segment, position, size).is_some() {
+            return;
+        }
+        let started = self
+            .ahead
+            .start(disk, TOKEN_READ_AHEAD, segment, position, segment_end);
+        stats.read_ahead_windows += u64::from(started.is_some());
+    }
+
+    /// Carries out `plan` for `slot` (its record's location and size set).
+    fn plan_follow<D: Disk>(
+        &mut self,
+        disk: &mut D,
+        stats: &mut Stats,
+        events: &mut Vec<Event>,
+        slot: usize,
+        plan: Plan,
+    ) {
+        let read = &mut self.slots[slot];
+        let size = record::record_size(read.payload_size as usize);
+        let position = read.location.position.0;
+        let start = crate::stdx::align_down_u64(position, to_u64(SECTOR_SIZE));
+        let end = crate::stdx::align_up_u64(position + to_u64(size), to_u64(SECTOR_SIZE));
+        read.page = None;
+        read.start = start;
+        read.length = to_usize(end - start);
+        read.attempts = 0;
+        read.window = None;
+        read.state = ReadState::InFlight;
+        match plan {
+            Plan::Ready(window) => {
+                self.ahead.hold(window);
+                read.window = Some(window);
+                read.state = ReadState::Done;
+                events.push(Event::ReadDone {
+                    token: read.token,
+                    slot: ReadSlot(slot_u32(slot)),
+                });
+            }
+            Plan::Window(window) => {
+                self.ahead.hold(window);
+                read.window = Some(window);
+            }
+            Plan::Alone => {
+                assert!(read.buffer.is_some(), "a read alone has a buffer");
+                self.submit(disk, events, slot);
+                stats.reads_disk += 1;
+            }
+        }
+    }
+
+    /// Window `index`'s read completed with `result`: every read waiting on it is verified
+    /// and reported, or, if the window did not hold its record intact, goes alone (or, with
+    /// no read buffer free, is reported busy for the server to retry).
+    pub(super) fn window_on_complete<D: Disk>(
+        &mut self,
+        disk: &mut D,
+        stats: &mut Stats,
+        events: &mut Vec<Event>,
+        index: usize,
+        result: i32,
+    ) {
+        self.ahead.on_complete(index, result);
+        let window = u32::try_from(index).expect("few windows");
+        for slot in 0..self.slots.len() {
+            let read = self.slots[slot];
+            if read.state != ReadState::InFlight || read.window != Some(window) {
+                continue;
+            }
+            let size = record::record_size(read.payload_size as usize);
+            let bytes = self
+                .ahead
+                .bytes(&*disk, window, read.location.position.0, size);
+            let intact = bytes.is_some_and(|bytes| verify(bytes, Expected::of(&read)).is_some());
+            if intact {
+                self.slots[slot].state = ReadState::Done;
+                events.push(Event::ReadDone {
+                    token: read.token,
+                    slot: ReadSlot(slot_u32(slot)),
+                });
+                continue;
+            }
+            stats.read_checksum_failures += u64::from(bytes.is_some());
+            if bytes.is_some() {
+                self.ahead.discard(window);
+            }
+            self.ahead.unhold(window);
+            self.slots[slot].window = None;
+            let alone = if read.buffer.is_some() {
+                Some(slot)
+            } else {
+                self.free.pop().map(|free| {
+                    let free = to_usize(u64::from(free));
+                    let buffer = self.slots[free].buffer;
+                    self.slots[free] = Read {
+                        buffer,
+                        window: None,
+                        ..self.slots[slot]
+                    };
+                    self.slots[slot].state = ReadState::Free;
+                    self.waiters_free.push(slot_u32(slot));
+                    free
+                })
+            };
+            match alone {
+                Some(alone) => {
+                    self.submit(disk, events, alone);
+                    stats.reads_disk += 1;
+                }
+                None => self.fail(events, slot, ReadError::Busy),
+            }
+        }
     }
 
     fn cached_record<'d, D: Disk>(
@@ -224,7 +488,7 @@ impl Reads {
             ),
         };
         if disk
-            .submit_read(token, file, start, read.buffer, length)
+            .submit_read(token, file, start, read.own_buffer(), length)
             .is_err()
         {
             let read = &mut self.slots[slot];
@@ -251,7 +515,7 @@ impl Reads {
         let size = record::record_size(read.payload_size as usize);
         let complete = usize::try_from(result).is_ok_and(|count| count >= offset + size);
         let intact = complete && {
-            let bytes = &disk.buffer(read.buffer)[offset..offset + size];
+            let bytes = &disk.buffer(read.own_buffer())[offset..offset + size];
             verify(bytes, Expected::of(&read)).is_some()
         };
         if !intact {
@@ -272,6 +536,7 @@ impl Reads {
     }
 
     /// Starts a read whose first step is fetching an index page.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn start_page<D: Disk>(
         &mut self,
         disk: &mut D,
@@ -280,6 +545,7 @@ impl Reads {
         token: u64,
         target: (LedgerId, EntryId),
         page: PageRead,
+        sequential: bool,
     ) -> Result<(), ReadError> {
         let read_slot = self.free.pop().ok_or(ReadError::Busy)?;
         let read = &mut self.slots[read_slot as usize];
@@ -290,6 +556,8 @@ impl Reads {
         read.kind = RecordKind::Entry;
         read.attempts = 0;
         read.page = Some(page);
+        read.sequential = sequential;
+        read.window = None;
         self.submit(disk, events, read_slot as usize);
         stats.index_page_reads += 1;
         Ok(())
@@ -297,13 +565,14 @@ impl Reads {
 
     /// True when a disk read of `segment` or of its index is in flight.
     pub(super) fn in_flight_on(&self, segment: SegmentId) -> bool {
-        self.slots.iter().any(|read| {
-            read.state == ReadState::InFlight
-                && match read.page {
-                    Some(page) => page.run.segment == segment,
-                    None => read.location.segment == segment,
-                }
-        })
+        self.ahead.in_flight_on(segment)
+            || self.slots.iter().any(|read| {
+                read.state == ReadState::InFlight
+                    && match read.page {
+                        Some(page) => page.run.segment == segment,
+                        None => read.location.segment == segment,
+                    }
+            })
     }
 
     /// The index page a read in flight is fetching, if that is its step.
@@ -331,10 +600,10 @@ impl Reads {
     ) -> Option<BufferId> {
         let read = self.slots[slot];
         let complete = usize::try_from(result).is_ok_and(|count| count == SECTOR_SIZE);
-        let intact =
-            complete && crate::index_file::page_verify(&disk.buffer(read.buffer)[..SECTOR_SIZE]);
+        let intact = complete
+            && crate::index_file::page_verify(&disk.buffer(read.own_buffer())[..SECTOR_SIZE]);
         if intact {
-            return Some(read.buffer);
+            return Some(read.own_buffer());
         }
         stats.read_checksum_failures += u64::from(complete);
         if read.attempts < 2 {
@@ -362,6 +631,7 @@ impl Reads {
     }
 
     /// Goes on with `slot`'s next step: the record, now that its location is known.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn continue_record<D: Disk>(
         &mut self,
         disk: &mut D,
@@ -370,20 +640,21 @@ impl Reads {
         slot: usize,
         location: Location,
         payload_size: u32,
+        segment_end: u64,
     ) {
         let read = &mut self.slots[slot];
-        let size = record::record_size(payload_size as usize);
-        let start = crate::stdx::align_down_u64(location.position.0, to_u64(SECTOR_SIZE));
-        let end =
-            crate::stdx::align_up_u64(location.position.0 + to_u64(size), to_u64(SECTOR_SIZE));
-        read.page = None;
         read.location = location;
         read.payload_size = payload_size;
-        read.start = start;
-        read.length = to_usize(end - start);
-        read.attempts = 0;
-        self.submit(disk, events, slot);
-        stats.reads_disk += 1;
+        let scan = Scan {
+            sequential: read.sequential,
+            segment_end,
+        };
+        let (expected, size) = (
+            Expected::of(read),
+            record::record_size(payload_size as usize),
+        );
+        let plan = self.plan(disk, stats, expected, size, scan);
+        self.plan_follow(disk, stats, events, slot, plan);
     }
 
     /// Ends `slot` with `error` and reports it.
@@ -406,9 +677,17 @@ impl Reads {
         let read = &self.slots[slot.0 as usize];
         match read.state {
             ReadState::Done => {
-                let offset = to_usize(read.location.position.0 - read.start);
                 let size = record::record_size(read.payload_size as usize);
-                let bytes = &disk.buffer(read.buffer)[offset..offset + size];
+                let bytes = match read.window {
+                    Some(window) => self
+                        .ahead
+                        .bytes(disk, window, read.location.position.0, size)
+                        .expect("a held window keeps its bytes"),
+                    None => {
+                        let offset = to_usize(read.location.position.0 - read.start);
+                        &disk.buffer(read.own_buffer())[offset..offset + size]
+                    }
+                };
                 let body = verify(bytes, Expected::of(read));
                 Ok((read.entry, body.expect("verified at completion")))
             }
@@ -422,7 +701,14 @@ impl Reads {
         let read = &mut self.slots[slot.0 as usize];
         assert!(matches!(read.state, ReadState::Done | ReadState::Failed(_)));
         read.state = ReadState::Free;
-        self.free.push(slot.0);
+        if let Some(window) = read.window.take() {
+            self.ahead.unhold(window);
+        }
+        if read.buffer.is_some() {
+            self.free.push(slot.0);
+        } else {
+            self.waiters_free.push(slot.0);
+        }
     }
 
     /// Keeps a durable commit's buffer to serve reads. Returns the buffer to free: the oldest
@@ -440,6 +726,12 @@ impl Reads {
         evicted
     }
 
+    /// `segment`'s file was replaced by its compacted copy: no read-ahead window of the old
+    /// file serves another read.
+    pub(super) fn segment_replaced(&mut self, segment: SegmentId) {
+        self.ahead.forget(segment);
+    }
+
     /// Gives up the oldest cached commit buffer (staging needs one), if any is cached.
     pub(super) fn cache_evict_oldest(&mut self) -> Option<BufferId> {
         self.cache.pop_front().map(|cached| cached.buffer)
@@ -448,6 +740,12 @@ impl Reads {
 
 fn slot_u32(slot: usize) -> u32 {
     u32::try_from(slot).expect("read slots are few")
+}
+
+impl Read {
+    fn own_buffer(&self) -> BufferId {
+        self.buffer.expect("a disk read has a buffer")
+    }
 }
 
 impl Expected {
@@ -582,6 +880,10 @@ impl<D: Disk> Journal<D> {
             }
             resolved => Ok(resolved),
         });
+        let segment_end = match next {
+            Ok(Resolved::Record(found)) => self.readable_end(found.location().segment),
+            _ => 0,
+        };
         let (disk, stats, events) = (&mut self.disk, &mut self.stats, &mut self.events);
         match next {
             Ok(Resolved::Record(found)) => self.reads.continue_record(
@@ -591,6 +893,7 @@ impl<D: Disk> Journal<D> {
                 slot,
                 found.location(),
                 found.payload_size(),
+                segment_end,
             ),
             Ok(Resolved::Page(next_page)) => {
                 self.reads

@@ -24,8 +24,12 @@ pub struct Stats {
     pub segment_create_failures: u64,
     /// Reads served from the in-memory commit buffers.
     pub reads_cached: u64,
-    /// Reads that went to disk.
+    /// Reads that went to disk alone (a read of its own record).
     pub reads_disk: u64,
+    /// Reads served from a read-ahead window (in memory, or waiting on its read).
+    pub reads_read_ahead: u64,
+    /// Read-ahead windows read (`READ_AHEAD_WINDOW_SIZE` each, less at a segment's end).
+    pub read_ahead_windows: u64,
     /// Disk reads whose record failed verification (each is retried once).
     pub read_checksum_failures: u64,
     /// Torn tails truncated at open.
@@ -78,6 +82,9 @@ pub struct Stats {
     /// Compaction jobs started, and finished (the copy replaced its segment).
     pub compactions_started: u64,
     pub compactions_done: u64,
+    /// Of the jobs started, those that sort a segment still in commit order
+    /// (`Config::sort_sealed`), not reclaim a mostly dead one.
+    pub compactions_sorting: u64,
     /// Bytes compaction wrote (copies and their indexes), and segment file bytes it gave back.
     pub compaction_bytes_written: u64,
     pub compaction_bytes_freed: u64,

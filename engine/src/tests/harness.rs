@@ -13,6 +13,8 @@ pub fn config_small() -> Config {
     Config {
         segment_size: 256 * 1024,
         sync_mode: crate::SyncMode::LinkedFdatasync,
+        // A segment is a quarter of a window here; four keep tests' memory small.
+        read_ahead_windows: 4,
         ..Config::default()
     }
 }

@@ -50,6 +50,10 @@ fn run_seed(seed: u64) -> Coverage {
         compaction_threshold_minor_per_mille: if rng.below(4) == 0 { 0 } else { 900 },
         // Dead segments all removed, or up to 1 or 4 of them reused as new segments.
         segment_recycle_max: [0, 1, 4][crate::stdx::to_usize(rng.below(3))],
+        // Sealed segments sorted by (ledger, entry) or left in commit order, and reads
+        // through read-ahead windows or each alone.
+        sort_sealed: rng.below(2) == 0,
+        read_ahead_windows: [0, 1, 4][crate::stdx::to_usize(rng.below(3))],
         ..config_small()
     };
     let mut disk = SimDisk::new(rng.next_u64());

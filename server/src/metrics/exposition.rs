@@ -251,8 +251,18 @@ fn render_counters(out: &mut String, total: &ShardValues) {
         ),
         (
             "ringlog_reads_disk_total",
-            "reads that went to disk",
+            "reads that went to disk alone",
             s.reads_disk,
+        ),
+        (
+            "ringlog_reads_read_ahead_total",
+            "reads served through a read-ahead window",
+            s.reads_read_ahead,
+        ),
+        (
+            "ringlog_read_ahead_windows_total",
+            "read-ahead windows read",
+            s.read_ahead_windows,
         ),
         (
             "ringlog_connections_accepted_total",
@@ -293,6 +303,11 @@ fn render_counters(out: &mut String, total: &ShardValues) {
             "ringlog_gc_compactions_total",
             "compactions finished",
             s.compactions_done,
+        ),
+        (
+            "ringlog_gc_compactions_sorting_total",
+            "compactions started to sort a segment by ledger",
+            s.compactions_sorting,
         ),
         (
             "ringlog_gc_compaction_bytes_written_total",

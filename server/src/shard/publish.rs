@@ -62,6 +62,9 @@ impl Shard {
             compaction_failures: journal.compaction_failures,
             reads_cached: journal.reads_cached,
             reads_disk: journal.reads_disk,
+            reads_read_ahead: journal.reads_read_ahead,
+            read_ahead_windows: journal.read_ahead_windows,
+            compactions_sorting: journal.compactions_sorting,
         };
         let mut values = ShardValues {
             scalars,

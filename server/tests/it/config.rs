@@ -134,6 +134,27 @@ fn defaults_and_bounds() {
             assert_eq!(config.journal.disk_reserve, reserve_mib << 20);
         }
     }
+    for (mib, valid) in [(0, true), (64, true), (1024, true), (1025, false)] {
+        let resolved = bad(ServeArgs {
+            read_ahead_mib: Some(mib),
+            ..ServeArgs::default()
+        })
+        .resolve(&[0]);
+        assert_eq!(resolved.is_ok(), valid, "--read-ahead-mib {mib}");
+        if let Ok(config) = resolved {
+            assert_eq!(config.journal.read_ahead_windows, mib, "1 MiB windows");
+        }
+    }
+    let defaults = bad(ServeArgs::default()).resolve(&[0]).unwrap();
+    assert_eq!(defaults.journal.read_ahead_windows, 64);
+    assert!(defaults.journal.sort_sealed, "sorting is on by default");
+    let unsorted = bad(ServeArgs {
+        sort_sealed_segments: Some(false),
+        ..ServeArgs::default()
+    })
+    .resolve(&[0])
+    .unwrap();
+    assert!(!unsorted.journal.sort_sealed);
     let off = bad(ServeArgs {
         busy_poll_us: Some(0),
         ..ServeArgs::default()
@@ -570,4 +591,19 @@ fn log_filters() {
         .unwrap_err()
         .to_string()
         .contains("--log"));
+}
+
+#[test]
+fn read_ahead_and_sorting_come_from_the_config_file_too() {
+    let dir = crate::support::TestDir::new("config-read-ahead");
+    let path = dir.0.join("ringlog.toml");
+    let file = "data_dir = \"/data\"\nread_ahead_mib = 256\nsort_sealed_segments = false\n";
+    std::fs::write(&path, file).unwrap();
+    let args = ServeArgs {
+        config: Some(path),
+        ..ServeArgs::default()
+    };
+    let config = args.merge_config_file().unwrap().resolve(&[0]).unwrap();
+    assert_eq!(config.journal.read_ahead_windows, 256);
+    assert!(!config.journal.sort_sealed);
 }

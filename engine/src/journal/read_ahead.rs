@@ -1,0 +1,391 @@
+//! Read-ahead: a sequential reader's records come from large windows of a segment, read in
+//! one aligned O_DIRECT read each, instead of one small read per record.
+//!
+//! A catch-up reader reads a ledger in entry order, and in a sorted segment (or when it reads
+//! all the ledgers of a segment at once) its next records are the next bytes. So a read that
+//! follows the previous read of its ledger (`Streams`) reads `READ_AHEAD_WINDOW_SIZE` bytes
+//! from its record on, and every later read inside that window is served from memory: at
+//! once if the window is in, or when it lands if it is in flight. A read past the middle of a
+//! window starts the next one, so a steady reader finds its records read before it asks.
+//!
+//! Windows are a fixed pool (`Config::read_ahead_windows`), reused least recently used first,
+//! never while a read still holds bytes in one. At most `READ_AHEAD_IN_FLIGHT_MAX` are in
+//! flight, which bounds how much read-ahead a commit can find queued ahead of it on the disk.
+//! Nothing here is trusted: every record served from a window is checked against the identity
+//! the index expects (`reads.rs`), and one that fails is read alone, so a stale window (a
+//! segment replaced by its compacted copy) costs a read, never a wrong answer.
+
+use crate::constants::{
+    READ_AHEAD_IN_FLIGHT_MAX, READ_AHEAD_STREAMS_MAX, READ_AHEAD_STREAM_GAP_MAX,
+    READ_AHEAD_WINDOW_SIZE, SECTOR_SIZE,
+};
+use crate::disk::{BufferId, Disk};
+use crate::ids::{EntryId, FileId, LedgerId, SegmentId};
+use crate::stdx::{align_down_u64, align_up_u64, to_u64, to_usize};
+
+/// Where a window is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum WindowState {
+    Free,
+    InFlight,
+    Ready,
+}
+
+/// One window: `length` bytes of `segment` from `start` (`valid` of them read).
+#[derive(Clone, Copy, Debug)]
+struct Window {
+    state: WindowState,
+    segment: SegmentId,
+    start: u64,
+    length: usize,
+    valid: usize,
+    buffer: BufferId,
+    /// Reads waiting on the window or holding a result in it: it is not reused until 0.
+    users: u32,
+    /// Takes no new reads (its segment was replaced); freed once its users are done.
+    stale: bool,
+    /// The clock at its last use, for least-recently-used reuse.
+    used: u64,
+}
+
+/// One ledger being read: the highest entry read, and when.
+#[derive(Clone, Copy, Debug)]
+struct Stream {
+    ledger: LedgerId,
+    entry_last: i64,
+    used: u64,
+}
+
+/// What a lookup found for a record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Found {
+    /// The window holds the record's bytes now.
+    Ready(u32),
+    /// The window that will hold them is in flight.
+    InFlight(u32),
+}
+
+/// The windows and the streams of one journal. See the module docs.
+#[derive(Debug)]
+pub(super) struct ReadAhead {
+    windows: Vec<Window>,
+    streams: Vec<Stream>,
+    clock: u64,
+    in_flight: usize,
+    /// Segments a window read failed on: reads of them go alone (and answer the error),
+    /// instead of waiting on window after failing window. Few: the oldest is forgotten.
+    failed: Vec<SegmentId>,
+}
+
+/// Segments remembered in `ReadAhead::failed`.
+const FAILED_SEGMENTS_MAX: usize = 8;
+
+impl ReadAhead {
+    /// True when there are no windows: nothing is read ahead.
+    pub(super) fn is_off(&self) -> bool {
+        self.windows.is_empty()
+    }
+
+    /// Windows over `buffers` (each `READ_AHEAD_WINDOW_SIZE` bytes); none turns read-ahead off.
+    pub(super) fn new(buffers: impl Iterator<Item = BufferId>) -> ReadAhead {
+        let windows = buffers
+            .map(|buffer| Window {
+                state: WindowState::Free,
+                segment: SegmentId(0),
+                start: 0,
+                length: 0,
+                valid: 0,
+                buffer,
+                users: 0,
+                stale: false,
+                used: 0,
+            })
+            .collect();
+        ReadAhead {
+            windows,
+            streams: Vec::with_capacity(READ_AHEAD_STREAMS_MAX),
+            clock: 0,
+            in_flight: 0,
+            failed: Vec::with_capacity(FAILED_SEGMENTS_MAX),
+        }
+    }
+
+    /// Notes a read of `entry` of `ledger` and says whether it follows the ledger's previous
+    /// read closely enough to be part of a sequential scan.
+    pub(super) fn sequential(&mut self, ledger: LedgerId, entry: EntryId) -> bool {
+        if self.windows.is_empty() {
+            return false;
+        }
+        self.clock += 1;
+        let clock = self.clock;
+        if let Some(stream) = self.streams.iter_mut().find(|s| s.ledger == ledger) {
+            // The same entry again is a retry of a read the journal was too busy for.
+            let follows =
+                entry.0.abs_diff(stream.entry_last) <= READ_AHEAD_STREAM_GAP_MAX.unsigned_abs();
+            stream.entry_last = stream.entry_last.max(entry.0);
+            if !follows {
+                stream.entry_last = entry.0;
+            }
+            stream.used = clock;
+            return follows;
+        }
+        let stream = Stream {
+            ledger,
+            entry_last: entry.0,
+            used: clock,
+        };
+        if self.streams.len() < READ_AHEAD_STREAMS_MAX {
+            self.streams.push(stream);
+        } else if let Some(oldest) = self.streams.iter_mut().min_by_key(|s| s.used) {
+            *oldest = stream;
+        }
+        false
+    }
+
+    /// The window, in or in flight, that holds `[position, position + size)` of `segment`.
+    pub(super) fn find(&mut self, segment: SegmentId, position: u64, size: usize) -> Option<Found> {
+        let end = position + to_u64(size);
+        self.clock += 1;
+        let clock = self.clock;
+        let index = self.windows.iter().position(|window| {
+            !window.stale
+                && window.segment == segment
+                && match window.state {
+                    WindowState::Free => false,
+                    WindowState::InFlight => {
+                        window.start <= position && end <= window.start + to_u64(window.length)
+                    }
+                    WindowState::Ready => {
+                        window.start <= position && end <= window.start + to_u64(window.valid)
+                    }
+                }
+        })?;
+        let window = &mut self.windows[index];
+        window.used = clock;
+        let index = u32::try_from(index).expect("few windows");
+        Some(match window.state {
+            WindowState::Ready => Found::Ready(index),
+            WindowState::InFlight => Found::InFlight(index),
+            WindowState::Free => unreachable!("found windows are in use"),
+        })
+    }
+
+    /// Starts reading the window of `segment` that begins at the sector of `position` and
+    /// ends at most at `segment_end`, with `token`'s kind (the window's index is added).
+    /// None if the record does not fit a window, every window is busy, or as many as allowed
+    /// are in flight (the read then goes alone).
+    pub(super) fn start<D: Disk>(
+        &mut self,
+        disk: &mut D,
+        token_kind: u64,
+        segment: SegmentId,
+        position: u64,
+        segment_end: u64,
+    ) -> Option<u32> {
+        if self.in_flight >= READ_AHEAD_IN_FLIGHT_MAX || self.failed.contains(&segment) {
+            return None;
+        }
+        let start = align_down_u64(position, to_u64(SECTOR_SIZE));
+        let end = align_up_u64(segment_end, to_u64(SECTOR_SIZE))
+            .min(start + to_u64(READ_AHEAD_WINDOW_SIZE));
+        if end <= start {
+            return None;
+        }
+        let index = self.reusable()?;
+        let window = &mut self.windows[index];
+        let length = to_usize(end - start);
+        let token = token_kind | to_u64(index);
+        if disk
+            .submit_read(
+                token,
+                FileId::Segment(segment),
+                start,
+                window.buffer,
+                length,
+            )
+            .is_err()
+        {
+            return None;
+        }
+        self.clock += 1;
+        *window = Window {
+            state: WindowState::InFlight,
+            segment,
+            start,
+            length,
+            valid: 0,
+            buffer: window.buffer,
+            users: 0,
+            stale: false,
+            used: self.clock,
+        };
+        self.in_flight += 1;
+        Some(u32::try_from(index).expect("few windows"))
+    }
+
+    /// A free window, or the least recently used one nobody holds.
+    fn reusable(&self) -> Option<usize> {
+        if let Some(index) = self
+            .windows
+            .iter()
+            .position(|window| window.state == WindowState::Free)
+        {
+            return Some(index);
+        }
+        self.windows
+            .iter()
+            .enumerate()
+            .filter(|(_, window)| window.state == WindowState::Ready && window.users == 0)
+            .min_by_key(|(_, window)| window.used)
+            .map(|(index, _)| index)
+    }
+
+    /// When a read at `[position, end)` inside window `index` is past the window's middle,
+    /// starts the window that follows it (unless one holds its first bytes already or the
+    /// segment ends there).
+    pub(super) fn prefetch<D: Disk>(
+        &mut self,
+        disk: &mut D,
+        token_kind: u64,
+        index: u32,
+        end: u64,
+        segment_end: u64,
+    ) -> bool {
+        let window = self.windows[to_usize(u64::from(index))];
+        let window_end = window.start + to_u64(window.length);
+        let middle = window.start + to_u64(window.length / 2);
+        if end < middle || window_end >= segment_end || window.length < READ_AHEAD_WINDOW_SIZE {
+            return false;
+        }
+        if self.find(window.segment, window_end, 1).is_some() {
+            return false;
+        }
+        self.start(disk, token_kind, window.segment, window_end, segment_end)
+            .is_some()
+    }
+
+    /// Window `index`'s read completed with `result` (bytes read, or a negative errno): it
+    /// now serves the bytes it got (none after an error, so its waiting reads go alone).
+    pub(super) fn on_complete(&mut self, index: usize, result: i32) {
+        let window = &mut self.windows[index];
+        assert_eq!(window.state, WindowState::InFlight);
+        self.in_flight -= 1;
+        window.valid = usize::try_from(result).map_or(0, |read| read.min(window.length));
+        window.state = WindowState::Ready;
+        if window.valid == 0 {
+            window.stale = true;
+        }
+        if result < 0 && !self.failed.contains(&window.segment) {
+            if self.failed.len() == FAILED_SEGMENTS_MAX {
+                self.failed.remove(0);
+            }
+            self.failed.push(window.segment);
+        }
+        self.free_if_unused(index);
+    }
+
+    /// The bytes window `index` holds for `[position, position + size)`, if it holds them.
+    pub(super) fn bytes<'d, D: Disk>(
+        &self,
+        disk: &'d D,
+        index: u32,
+        position: u64,
+        size: usize,
+    ) -> Option<&'d [u8]> {
+        let window = &self.windows[to_usize(u64::from(index))];
+        let offset = to_usize(position.checked_sub(window.start)?);
+        if window.state != WindowState::Ready || offset + size > window.valid {
+            return None;
+        }
+        Some(&disk.buffer(window.buffer)[offset..offset + size])
+    }
+
+    /// A read starts waiting on, or holding a result in, window `index`.
+    pub(super) fn hold(&mut self, index: u32) {
+        self.windows[to_usize(u64::from(index))].users += 1;
+    }
+
+    /// A read that held window `index` is done with it.
+    pub(super) fn unhold(&mut self, index: u32) {
+        let index = to_usize(u64::from(index));
+        let window = &mut self.windows[index];
+        assert!(window.users > 0, "window {index} is not held");
+        window.users -= 1;
+        self.free_if_unused(index);
+    }
+
+    /// Window `index` served a record that failed its check: it takes no more reads.
+    pub(super) fn discard(&mut self, index: u32) {
+        let index = to_usize(u64::from(index));
+        self.windows[index].stale = true;
+        self.free_if_unused(index);
+    }
+
+    /// `segment`'s file was replaced (or removed): its windows take no more reads.
+    pub(super) fn forget(&mut self, segment: SegmentId) {
+        self.failed.retain(|&failed| failed != segment);
+        for index in 0..self.windows.len() {
+            if self.windows[index].state != WindowState::Free
+                && self.windows[index].segment == segment
+            {
+                self.windows[index].stale = true;
+                self.free_if_unused(index);
+            }
+        }
+    }
+
+    /// True when a window read of `segment` is in flight.
+    pub(super) fn in_flight_on(&self, segment: SegmentId) -> bool {
+        self.windows
+            .iter()
+            .any(|window| window.state == WindowState::InFlight && window.segment == segment)
+    }
+
+    fn free_if_unused(&mut self, index: usize) {
+        let window = &mut self.windows[index];
+        if window.stale && window.users == 0 && window.state == WindowState::Ready {
+            window.state = WindowState::Free;
+            window.stale = false;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stream_is_sequential_from_its_second_close_read() {
+        let mut read_ahead = ReadAhead::new([BufferId(0)].into_iter());
+        let ledger = LedgerId(7);
+        assert!(!read_ahead.sequential(ledger, EntryId(10)));
+        assert!(read_ahead.sequential(ledger, EntryId(11)));
+        assert!(read_ahead.sequential(ledger, EntryId(13)));
+        // Reordered a little: still the same scan.
+        assert!(read_ahead.sequential(ledger, EntryId(12)));
+        // A retry of the same entry is still the scan; a jump is not.
+        assert!(read_ahead.sequential(ledger, EntryId(13)));
+        assert!(!read_ahead.sequential(ledger, EntryId(5000)));
+        assert!(read_ahead.sequential(ledger, EntryId(5001)));
+    }
+
+    #[test]
+    fn without_windows_nothing_is_sequential() {
+        let mut read_ahead = ReadAhead::new(std::iter::empty());
+        assert!(!read_ahead.sequential(LedgerId(1), EntryId(0)));
+        assert!(!read_ahead.sequential(LedgerId(1), EntryId(1)));
+    }
+
+    #[test]
+    fn the_least_recent_stream_is_forgotten_first() {
+        let mut read_ahead = ReadAhead::new([BufferId(0)].into_iter());
+        for ledger in 0..READ_AHEAD_STREAMS_MAX {
+            read_ahead.sequential(LedgerId(i64::try_from(ledger).expect("small")), EntryId(0));
+        }
+        // Ledger 0 read again: the oldest is now ledger 1, which the next new ledger replaces.
+        assert!(read_ahead.sequential(LedgerId(0), EntryId(1)));
+        read_ahead.sequential(LedgerId(1_000_000), EntryId(0));
+        assert!(read_ahead.sequential(LedgerId(0), EntryId(2)));
+        assert!(!read_ahead.sequential(LedgerId(1), EntryId(1)));
+    }
+}

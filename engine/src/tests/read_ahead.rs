@@ -1,0 +1,250 @@
+//! Read-ahead and sorted segments (issue 15): a sequential scan is read in windows, many reads
+//! outstanding at once share them, a failed window never answers wrong bytes, and sorting a
+//! sealed segment by (ledger, entry) makes one ledger's scan read far fewer bytes.
+
+use super::harness::{add_all, config_small, drive, read_entry, verify_all, Model};
+use crate::ids::{EntryId, LedgerId};
+use crate::journal::{Event, Journal, ReadOutcome, ReadTarget};
+use crate::{Config, ReadError, SimDisk};
+
+/// No read cache (every read goes to disk or a window), no compaction unless asked.
+fn config(sort_sealed: bool) -> Config {
+    Config {
+        read_cache_buffers: 0,
+        compaction_threshold_minor_per_mille: 0,
+        sort_sealed,
+        ..config_small()
+    }
+}
+
+/// Entries `0..count` of each of `ledgers`, interleaved as concurrent writers leave them.
+fn fill(journal: &mut Journal<SimDisk>, model: &mut Model, ledgers: &[i64], count: i64) {
+    let order = (0..count).flat_map(|entry| ledgers.iter().map(move |&ledger| (ledger, entry)));
+    add_all(journal, model, order, 200);
+}
+
+/// Reads entries `first..first + count` of `ledger` with as many outstanding as the journal
+/// takes, as a catch-up client does (re-sending those answered busy, as the server does), and
+/// returns each one's result in entry order.
+fn read_outstanding(
+    journal: &mut Journal<SimDisk>,
+    ledger: i64,
+    first: i64,
+    count: usize,
+) -> Vec<Result<Vec<u8>, ReadError>> {
+    let mut results: Vec<Option<Result<Vec<u8>, ReadError>>> = vec![None; count];
+    let mut to_send: std::collections::VecDeque<usize> = (0..count).collect();
+    for _ in 0..100_000 {
+        while let Some(&next) = to_send.front() {
+            let entry = EntryId(first + next as i64);
+            match journal.read(next as u64, LedgerId(ledger), ReadTarget::Entry(entry)) {
+                Ok(ReadOutcome::Ready { body, .. }) => results[next] = Some(Ok(body.to_vec())),
+                Ok(ReadOutcome::Pending) => {}
+                Err(ReadError::Busy) => break,
+                Err(error) => results[next] = Some(Err(error)),
+            }
+            to_send.pop_front();
+        }
+        for event in drive(journal) {
+            if let Event::ReadDone { token, slot } = event {
+                let result = journal.read_result(slot).map(|(_, body)| body.to_vec());
+                journal.read_release(slot);
+                assert!(
+                    results[token as usize].is_none(),
+                    "read {token} answered twice"
+                );
+                if result == Err(ReadError::Busy) {
+                    to_send.push_back(token as usize);
+                } else {
+                    results[token as usize] = Some(result);
+                }
+            }
+        }
+        if to_send.is_empty() && results.iter().all(Option::is_some) {
+            return results.into_iter().map(Option::unwrap).collect();
+        }
+    }
+    panic!("reads did not finish");
+}
+
+fn assert_reads_back(results: &[Result<Vec<u8>, ReadError>], model: &Model, ledger: i64) {
+    for (entry, result) in results.iter().enumerate() {
+        let expected = &model.acked[&(ledger, entry as i64)];
+        assert_eq!(
+            result.as_ref().ok(),
+            Some(expected),
+            "entry {ledger}/{entry}"
+        );
+    }
+}
+
+#[test]
+fn a_scan_with_many_reads_outstanding_is_read_in_windows() {
+    let mut journal = Journal::open(SimDisk::new(1), config(false)).unwrap();
+    let mut model = Model::default();
+    fill(&mut journal, &mut model, &[1], 3000);
+    assert!(journal.index().sealed_segments().count() >= 2);
+    let results = read_outstanding(&mut journal, 1, 0, 3000);
+    assert_reads_back(&results, &model, 1);
+    let stats = journal.stats().clone();
+    // About 1.4 MiB of journal in 256 KiB segments: a window ends at its segment's end, so
+    // about two a segment (where the scan enters it, and the rest), and only the first read
+    // of the scan alone.
+    let segments = stats.segments_created + 1;
+    assert!(stats.read_ahead_windows <= 2 * segments, "{stats:?}");
+    assert!(stats.reads_disk <= 2, "{stats:?}");
+    assert!(stats.reads_read_ahead >= 2900, "{stats:?}");
+}
+
+#[test]
+fn reads_of_a_window_that_failed_answer_io_and_the_next_scan_reads_right() {
+    let mut journal = Journal::open(SimDisk::new(2), config(false)).unwrap();
+    let mut model = Model::default();
+    fill(&mut journal, &mut model, &[1, 2], 600);
+    journal.disk_mut().faults.read_error_ppm = 1_000_000;
+    let results = read_outstanding(&mut journal, 1, 0, 600);
+    // The first read goes alone and fails; the rest wait on windows that fail, then each
+    // goes alone and fails too: every one is EIO, none answers bytes.
+    assert!(results.iter().all(|result| *result == Err(ReadError::Io)));
+    assert!(journal.stats().read_ahead_windows > 0);
+    journal.disk_mut().faults.read_error_ppm = 0;
+    let results = read_outstanding(&mut journal, 1, 0, 600);
+    assert_reads_back(&results, &model, 1);
+    let results = read_outstanding(&mut journal, 2, 0, 600);
+    assert_reads_back(&results, &model, 2);
+}
+
+#[test]
+fn no_window_reads_past_the_durable_records_of_the_active_segment() {
+    let mut journal = Journal::open(SimDisk::new(3), config(false)).unwrap();
+    let mut model = Model::default();
+    fill(&mut journal, &mut model, &[1], 100);
+    let results = read_outstanding(&mut journal, 1, 0, 100);
+    assert_reads_back(&results, &model, 1);
+    // Entries written after the window was read are read right: the window ended at the
+    // durable end, so it does not claim them.
+    add_all(
+        &mut journal,
+        &mut model,
+        (100..200).map(|entry| (1, entry)),
+        200,
+    );
+    let results = read_outstanding(&mut journal, 1, 0, 200);
+    assert_reads_back(&results, &model, 1);
+    assert_eq!(journal.stats().read_checksum_failures, 0);
+}
+
+/// Scans ledger 1 of a journal of four interleaved ledgers and returns the windows it read.
+fn windows_of_one_ledger_scan(sort_sealed: bool) -> u64 {
+    let mut journal = Journal::open(SimDisk::new(4), config(sort_sealed)).unwrap();
+    let mut model = Model::default();
+    fill(&mut journal, &mut model, &[1, 2, 3, 4], 2000);
+    let sealed = journal.index().sealed_segments().count() as u64;
+    assert!(sealed >= 4, "{sealed}");
+    journal.compaction_grant(u64::MAX);
+    drive(&mut journal);
+    let stats = journal.stats().clone();
+    if sort_sealed {
+        assert!(stats.compactions_sorting >= sealed, "{stats:?}");
+        assert_eq!(
+            stats.compactions_done, stats.compactions_started,
+            "{stats:?}"
+        );
+        // A sorted segment is never sorted again.
+        journal.compaction_grant(u64::MAX);
+        drive(&mut journal);
+        assert_eq!(
+            journal.stats().compactions_started,
+            stats.compactions_started
+        );
+    } else {
+        assert_eq!(stats.compactions_started, 0);
+    }
+    // After a restart the sorted copies are what the journal has.
+    let disk = journal.into_disk().crash();
+    let mut journal = Journal::open(disk, config(sort_sealed)).unwrap();
+    let windows_before = journal.stats().read_ahead_windows;
+    let results = read_outstanding(&mut journal, 1, 0, 2000);
+    assert_reads_back(&results, &model, 1);
+    let windows = journal.stats().read_ahead_windows - windows_before;
+    verify_all(&mut journal, &model);
+    windows
+}
+
+#[test]
+fn sorted_segments_make_one_ledgers_scan_read_a_fraction_of_the_windows() {
+    let unsorted = windows_of_one_ledger_scan(false);
+    let sorted = windows_of_one_ledger_scan(true);
+    // Unsorted, ledger 1's entries are spread over every segment; sorted, they are a quarter
+    // of each, contiguous.
+    assert!(
+        sorted * 2 < unsorted,
+        "sorted {sorted} windows, unsorted {unsorted}"
+    );
+}
+
+#[test]
+fn a_segment_sorted_while_its_windows_are_held_reads_right_before_and_after() {
+    let mut journal = Journal::open(SimDisk::new(5), config(true)).unwrap();
+    let mut model = Model::default();
+    fill(&mut journal, &mut model, &[1, 2], 1500);
+    // Windows of the unsorted segments are in memory when the copies replace them.
+    let results = read_outstanding(&mut journal, 1, 0, 1500);
+    assert_reads_back(&results, &model, 1);
+    journal.compaction_grant(u64::MAX);
+    drive(&mut journal);
+    assert!(journal.stats().compactions_done > 0);
+    for ledger in [1, 2] {
+        let results = read_outstanding(&mut journal, ledger, 0, 1500);
+        assert_reads_back(&results, &model, ledger);
+    }
+    assert_eq!(
+        read_entry(&mut journal, 2, -1).unwrap(),
+        model.acked[&(2, 1499)]
+    );
+}
+
+/// Four ledgers of 2 KB entries in 16 MiB segments (two copy buffers, 8 MiB, each), sorted
+/// or not; checks every entry after a crash and returns the windows a scan of ledger 3 read.
+fn windows_of_a_scan_in_large_segments(sort_sealed: bool) -> u64 {
+    let config = Config {
+        segment_size: 16 * 1024 * 1024,
+        read_ahead_windows: 8,
+        ..config(sort_sealed)
+    };
+    let mut journal = Journal::open(SimDisk::new(6), config.clone()).unwrap();
+    let mut model = Model::default();
+    let order = (0..5000).flat_map(|entry| [1, 2, 3, 4].map(move |ledger| (ledger, entry)));
+    add_all(&mut journal, &mut model, order, 2000);
+    let sealed = journal.index().sealed_segments().count() as u64;
+    assert!(sealed >= 2, "{sealed}");
+    journal.compaction_grant(u64::MAX);
+    drive(&mut journal);
+    let stats = journal.stats().clone();
+    assert_eq!(
+        stats.compactions_sorting >= sealed,
+        sort_sealed,
+        "{stats:?}"
+    );
+    assert_eq!(stats.compaction_failures, 0, "{stats:?}");
+    let disk = journal.into_disk().crash();
+    let mut journal = Journal::open(disk, config).unwrap();
+    verify_all(&mut journal, &model);
+    let windows_before = journal.stats().read_ahead_windows;
+    let results = read_outstanding(&mut journal, 3, 0, 5000);
+    assert_reads_back(&results, &model, 3);
+    journal.stats().read_ahead_windows - windows_before
+}
+
+#[test]
+fn a_segment_larger_than_the_copy_buffer_is_sorted_batch_by_batch_and_survives_a_crash() {
+    // Sorted, each batch of a segment holds a 2 MiB run of ledger 3; unsorted, its entries
+    // are a quarter of every MiB. (The active segment, about a quarter of the journal, is
+    // unsorted in both.)
+    let unsorted = windows_of_a_scan_in_large_segments(false);
+    let sorted = windows_of_a_scan_in_large_segments(true);
+    assert!(
+        sorted < unsorted,
+        "sorted {sorted} windows, unsorted {unsorted}"
+    );
+}
