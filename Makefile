@@ -23,9 +23,12 @@ CHURN_SECONDS ?= 600
 METRICS_PAIRS ?= 3
 METRICS_SECONDS ?= 10
 
-.PHONY: help deps shellcheck-deps zk-deps fuzz-smoke build check test sim crash crash-deletes bench bench-disk bench-journal neighbour retention churn interop interop-pulsar disk-full compare metrics-check metrics-overhead ci clean
+.PHONY: help deps shellcheck-deps zk-deps fuzz-smoke build check test sim crash crash-deletes bench bench-disk bench-journal neighbour retention churn interop interop-pulsar disk-full compare compare-catchup metrics-check metrics-overhead ci clean
 COMPARE_PAIRS ?= 3
 COMPARE_SECONDS ?= 20
+# The catch-up read workload of `make compare` (issue 15); QUICK=true makes it small.
+CATCHUP_GB ?= $(if $(filter true,$(QUICK)),0.25,4)
+CATCHUP_SETTLE_S ?= $(if $(filter true,$(QUICK)),5,30)
 RESULTS_DIR ?= $(CURDIR)/results
 
 ## Show this help.
@@ -134,12 +137,20 @@ disk-full:
 	cd interop && mvn -B -q compile
 	scripts/disk_full.sh $(RELEASE) $(DISK_FULL_MIB)
 
-## Java bookie vs ringlog, same clients and workload (also a Pulsar producer), COMPARE_PAIRS (3) alternating pairs of COMPARE_SECONDS (20) runs; report in results/.
+## Java bookie vs ringlog, same clients and workload (also a Pulsar producer, and the catch-up reads of compare-catchup), COMPARE_PAIRS (3) alternating pairs of COMPARE_SECONDS (20) runs; report in results/.
 compare: build
 	cd interop && mvn -B -q compile
 	cd interop-pulsar && mvn -B -q compile
 	python3 -c 'import matplotlib' 2>/dev/null || pip install -q matplotlib
-	scripts/compare.sh $(RELEASE) $(RESULTS_DIR) $(COMPARE_PAIRS) $(COMPARE_SECONDS)
+	CATCHUP_GB=$(CATCHUP_GB) CATCHUP_SETTLE_S=$(CATCHUP_SETTLE_S) \
+	  scripts/compare.sh $(RELEASE) $(RESULTS_DIR) $(COMPARE_PAIRS) $(COMPARE_SECONDS)
+
+## Issue 15: only compare's catch-up reads: CATCHUP_GB (4) written, restart, cold reads all/batch/one ledger, then the seed workload alone and beside them; PAIRS (COMPARE_PAIRS), QUICK=true (0.25 GB, 5 s runs); root.
+compare-catchup: build
+	cd interop && mvn -B -q compile
+	COMPARE_WORKLOADS=catchup CATCHUP_GB=$(CATCHUP_GB) CATCHUP_SETTLE_S=$(CATCHUP_SETTLE_S) \
+	  scripts/compare.sh $(RELEASE) $(RESULTS_DIR) $(or $(PAIRS),$(COMPARE_PAIRS)) \
+	  $(if $(filter true,$(QUICK)),5,$(COMPARE_SECONDS))
 
 ## Issue 17: a short load, then /metrics parsed by the Prometheus Python client's parser (pip prometheus-client).
 metrics-check: build

@@ -16,21 +16,66 @@
 #      unpinned and pinned (bookie N's one shard on core N);
 # and once per pair ringlog-bench disk (the physical floor).
 # Each bookie's CPU seconds, voluntary context switches (all its threads) and peak RSS are
-# read from /proc around the closed-loop run. scripts/compare_report.py writes the Markdown
-# report (per-pair ratios and their median) and the latency-spectrum PNG.
+# read from /proc around the closed-loop run.
+#
+# Then, per pair, the catch-up read workload (issue 15), java then ringlog, each on a fresh
+# bookie (the same Serve setup, ringlog with the same flags, the Java bookie on
+# DbLedgerStorage: CATCHUP_JAVA_CONF below):
+#   1. ringlog-bench writes --entry-size 1024 --ledgers 50 --throttle 20000 --verify-log LOG
+#      (v2) until CATCHUP_GB gigabytes of payload are acked; then CATCHUP_SETTLE_S seconds of
+#      waiting, so background work ends (ringlog sealing and sorting segments, the Java
+#      bookie flushing its write cache to entry logs);
+#   2. the bookie restarted on its data (Serve's RESTART: SIGTERM, start again), so nothing
+#      read is in its memory;
+#   3. each after `sync; echo 3 > /proc/sys/vm/drop_caches` (root), ringlog-bench reads
+#      --verify-log LOG: (a) all ledgers, one READ_ENTRY per entry; (b) the same with --batch
+#      (BATCH_READ_ENTRY); (c) --ledger ID, the log's first ledger alone, in entry order;
+#   4. the mixed run: the seed workload (closed loop, 50 new ledgers, SECONDS) alone, then the
+#      same while all-ledgers reads (a) of LOG run, pass after pass, from a page-cache drop
+#      until the writes end (the pass running then is stopped; its rate is taken from its
+#      last per-second progress line); the ratios
+#      mixed / alone of the writes' ops/s and p99 are the issue's "keeps 80%, p99 within 2x".
+#      A second pass over the data may come from the page cache for the Java bookie (which
+#      reads through it); ringlog reads with O_DIRECT.
+# The data dir is deleted when each bookie stops, so the disk holds one bookie's data set at
+# a time: CATCHUP_GB plus the mixed run's two SECONDS of the seed workload (ringlog took about
+# 13 GB per 20 s closed-loop run here) and the verify log in the temp dir (~30 B per entry).
+# scripts/compare_report.py writes the Markdown report (per-pair ratios and their median)
+# and the latency-spectrum PNG.
 #
 # Usage: scripts/compare.sh RELEASE_DIR RESULTS_DIR [PAIRS=3] [SECONDS=20]
+# Environment: COMPARE_WORKLOADS=all (default) | catchup (only the catch-up workload, `make
+# compare-catchup`) | writes (all but it); CATCHUP_GB (4; may be fractional),
+# CATCHUP_SETTLE_S (30); CATCHUP_JAVA_CONF, the Java bookie's keys for the catch-up workload
+# only (default ledgerStorageClass=...DbLedgerStorage, as Pulsar deployments run it and as
+# issue 15 asks, with its read-ahead cache at the defaults; the other workloads keep 4.18.2's
+# default SortedLedgerStorage).
 set -euo pipefail
 release=${1:?release dir} results_root=${2:?results dir} pairs=${3:-3} seconds=${4:-20}
+workloads=${COMPARE_WORKLOADS:-all} catchup_gb=${CATCHUP_GB:-4}
+catchup_settle_s=${CATCHUP_SETTLE_S:-30}
+db_ledger_storage=org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage
+catchup_java_conf=${CATCHUP_JAVA_CONF-ledgerStorageClass=$db_ledger_storage}
+case $workloads in
+  all | catchup | writes) ;;
+  *) echo "compare: COMPARE_WORKLOADS must be all, catchup or writes, not $workloads" >&2; exit 2 ;;
+esac
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 release=$(cd "$release" && pwd)
 classpath="$root/interop/target/classes:$(cat "$root/interop/target/classpath.txt")"
-pulsar_classpath="$root/interop-pulsar/target/classes:$(cat "$root/interop-pulsar/target/classpath.txt")"
+pulsar_classpath=''
+if [[ $workloads != catchup ]]; then
+  pulsar_classpath="$root/interop-pulsar/target/classes"
+  pulsar_classpath+=":$(cat "$root/interop-pulsar/target/classpath.txt")"
+fi
 results="$results_root/compare-$(date -u +%Y%m%d-%H%M%S)"
 work=$(mktemp -d "${TMPDIR:-/tmp}/ringlog-compare.XXXXXX")
 mkdir -p "$results"
-serve_pid=''
+serve_pid='' readers_pid=''
 cleanup() {
+  if [[ -n $readers_pid ]]; then
+    stop_readers
+  fi
   if [[ -n $serve_pid ]] && kill -0 "$serve_pid" 2>/dev/null; then
     kill "$serve_pid" 2>/dev/null || true
   fi
@@ -69,29 +114,58 @@ pulsar_bench() {
   cat "$out.txt"
 }
 
-# Starts one bookie through interop's Serve (which stops when its stdin, a FIFO, closes),
-# drives it with ringlog-bench, stops it.
-drive() {
-  local bookie=$1 pair=$2 java_ops=$3 prefix line port pid before after
-  prefix="$results/pair$pair-$bookie"
-  rm -f "$work/serve.in"
-  mkfifo "$work/serve.in"
-  java -cp "$classpath" -Dbookie="$bookie" "${java_props[@]}" ringlog.interop.Serve \
-    <"$work/serve.in" >"$prefix-serve.log" 2>&1 &
-  serve_pid=$!
-  exec 7>"$work/serve.in"
-  line=''
+# Prints Serve's first line in $1 starting with $2 (READY, RESTARTED), waiting up to 120 s;
+# exits the script if Serve printed FAILED or nothing came. Only whole lines count (`read`
+# fails on a last line without its newline): the JVM may be halfway through writing it.
+serve_wait() {
+  local log=$1 word=$2 line='' text
   for _ in $(seq 1 1200); do
-    line=$(grep -m 1 -E "^(READY|FAILED)" "$prefix-serve.log" || true)
+    while IFS= read -r text; do
+      if [[ $text == "$word"* || $text == FAILED* ]]; then
+        line=$text
+        break
+      fi
+    done <"$log"
     [[ -n $line ]] && break
     sleep 0.1
   done
-  if [[ $line != READY* ]]; then
-    echo "compare: the $bookie bookie did not start: ${line:-timeout}" >&2
-    tail -n 20 "$prefix-serve.log" >&2
+  if [[ $line != "$word"* ]]; then
+    echo "compare: no $word from the bookie: ${line:-timeout}" >&2
+    tail -n 20 "$log" >&2
     exit 1
   fi
+  echo "$line"
+}
+
+# Starts one bookie of kind $1 through interop's Serve, output to $2; $3, if any, is
+# -Djava.bookie.conf (Java bookie keys on top of the suite's). Serve stops when its stdin, a
+# FIFO held open on fd 7, closes, and restarts the bookie on a line RESTART. Sets serve_pid,
+# port and pid (the bookie's).
+serve_start() {
+  local bookie=$1 log=$2 java_conf=${3:-} line
+  rm -f "$work/serve.in"
+  mkfifo "$work/serve.in"
+  java -cp "$classpath" -Dbookie="$bookie" -Djava.bookie.conf="$java_conf" "${java_props[@]}" \
+    ringlog.interop.Serve \
+    <"$work/serve.in" >"$log" 2>&1 &
+  serve_pid=$!
+  exec 7>"$work/serve.in"
+  line=$(serve_wait "$log" READY)
   read -r _ port pid _ <<<"$line"
+}
+
+# Closes Serve's stdin: it stops the bookie, prints USAGE and deletes the data dir.
+serve_stop() {
+  exec 7>&-
+  wait "$serve_pid" || true
+  serve_pid=''
+}
+
+# Starts one bookie, drives it with ringlog-bench, stops it.
+drive() {
+  local bookie=$1 pair=$2 java_ops=$3 prefix port pid before after
+  prefix="$results/pair$pair-$bookie"
+  serve_start "$bookie" "$prefix-serve.log"
   echo "== pair $pair, $bookie bookie on 127.0.0.1:$port (pid $pid)"
   local target=(--target "127.0.0.1:$port" --entry-size 1024)
   before=$(process_counters "$pid")
@@ -122,23 +196,132 @@ drive() {
   fi
   "$release/ringlog-bench" writes "${target[@]}" --ledgers 1 --throttle 1 \
     --seconds "$seconds" --json "$prefix-qd1.json" | tail -n 3
-  exec 7>&-
-  wait "$serve_pid" || true
-  serve_pid=''
+  serve_stop
   grep -m 1 "^USAGE" "$prefix-serve.log" >"$prefix-usage.txt" || true
 }
 
-echo "== compare: $pairs pairs (java, ringlog), $seconds s per run; results in $results"
+# The page cache dropped, so a read comes from the disk (needs root; else said, and the
+# reads after it may be warm).
+drop_caches() {
+  sync
+  if ! echo 3 2>/dev/null >/proc/sys/vm/drop_caches; then
+    echo "compare: could not drop the page cache (not root?): these reads may be warm" >&2
+  fi
+}
+
+# Catch-up reads of the data set in $3 on the bookie at 127.0.0.1:$port, JSON to $2;
+# $1: all (READ_ENTRY), batch (BATCH_READ_ENTRY) or ledger (the log's first ledger alone).
+# A failed read is in the JSON's errors and the report; the workload goes on.
+catchup_read() {
+  local kind=$1 json=$2 log=$3 flags=()
+  case $kind in
+    batch) flags=(--batch) ;;
+    ledger) flags=(--ledger "$(awk '!/^#/ { print $1; exit }' "$log")") ;;
+  esac
+  "$release/ringlog-bench" reads --target "127.0.0.1:$port" --verify-log "$log" \
+    "${flags[@]}" --json "$json"
+}
+
+# Background loop of all-ledgers catch-up reads for the mixed run: pass K's output to
+# $1-K.txt (its per-second progress lines) and, once complete, its JSON to $1-K.json, until
+# stop_readers. Sets readers_pid.
+start_readers() {
+  local prefix=$1 log=$2
+  rm -f "$work/readers.stop" "$work/readers.pid"
+  (
+    pass=1
+    while [[ ! -e $work/readers.stop ]]; do
+      # ringlog-bench itself in the background (not a function's subshell), so that $! is
+      # the process stop_readers must end.
+      "$release/ringlog-bench" reads --target "127.0.0.1:$port" --verify-log "$log" \
+        --json "$prefix-$pass.json" >"$prefix-$pass.txt" 2>&1 &
+      echo $! >"$work/readers.pid"
+      # A pass that fails (not one stopped at the end) is not retried at full speed.
+      wait $! || sleep 1
+      pass=$((pass + 1))
+    done
+  ) &
+  readers_pid=$!
+}
+
+# Stops the reads loop: no new pass, and the running one (a child of the loop) ended.
+stop_readers() {
+  touch "$work/readers.stop"
+  while kill -0 "$readers_pid" 2>/dev/null; do
+    if [[ -s $work/readers.pid ]]; then
+      kill "$(cat "$work/readers.pid")" 2>/dev/null || true
+    fi
+    sleep 0.2
+  done
+  wait "$readers_pid" || true
+  readers_pid=''
+}
+
+# The catch-up read workload on one fresh bookie: fill, settle, restart, cold reads (a) (b)
+# (c), then the mixed run.
+catchup() {
+  local bookie=$1 pair=$2 prefix log entries started elapsed line kind
+  prefix="$results/pair$pair-$bookie-catchup"
+  log="$work/catchup-$bookie.log"
+  entries=$(awk -v gb="$catchup_gb" 'BEGIN { printf "%.0f", gb * 1e9 / 1024 }')
+  serve_start "$bookie" "$prefix-serve.log" "$catchup_java_conf"
+  echo "== pair $pair, $bookie, catch-up: $entries entries of 1 KiB ($catchup_gb GB) over 50" \
+    "ledgers to 127.0.0.1:$port (pid $pid)"
+  rm -f "$log"
+  started=$(date +%s.%N)
+  # --seconds only bounds the fill (an hour); --entries-max ends it.
+  "$release/ringlog-bench" writes --target "127.0.0.1:$port" --entry-size 1024 --ledgers 50 \
+    --throttle 20000 --entries-max "$entries" --seconds 3600 --verify-log "$log" \
+    --json "$prefix-fill.json" | tail -n 4
+  elapsed=$(awk -v s="$started" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
+  echo "== pair $pair, $bookie, catch-up: $(grep -vc '^#' "$log") entries acked in $elapsed s;" \
+    "waiting $catchup_settle_s s (CATCHUP_SETTLE_S) for the bookie's background work"
+  sleep "$catchup_settle_s"
+  echo RESTART >&7
+  line=$(serve_wait "$prefix-serve.log" RESTARTED)
+  echo "== pair $pair, $bookie, catch-up: restarted on its data: $line"
+  echo "entries_acked=$(grep -vc '^#' "$log") fill_s=$elapsed settle_s=$catchup_settle_s" \
+    "${line#RESTARTED * * }" >"$prefix-fill.txt"
+  for kind in all batch ledger; do
+    drop_caches
+    echo "== pair $pair, $bookie, catch-up reads ($kind), page cache dropped"
+    catchup_read "$kind" "$prefix-$kind.json" "$log" | tail -n 4 ||
+      echo "compare: catch-up reads ($kind) on $bookie failed (see the JSON's errors)"
+  done
+  echo "== pair $pair, $bookie, mixed run: seed workload alone, $seconds s"
+  "$release/ringlog-bench" writes --target "127.0.0.1:$port" --entry-size 1024 --ledgers 50 \
+    --throttle 20000 --seconds "$seconds" --json "$prefix-mixed-alone.json" | tail -n 4
+  drop_caches
+  echo "== pair $pair, $bookie, mixed run: seed workload with catch-up reads (a) running"
+  start_readers "$prefix-mixed-reads" "$log"
+  "$release/ringlog-bench" writes --target "127.0.0.1:$port" --entry-size 1024 --ledgers 50 \
+    --throttle 20000 --seconds "$seconds" --json "$prefix-mixed.json" | tail -n 4
+  stop_readers
+  local file
+  for file in "$prefix"-mixed-reads-*.txt; do
+    kind=${file%.txt}
+    echo "== pair $pair, $bookie, mixed run, catch-up reads pass ${kind##*-}:" \
+      "$(grep "entries checked OK" "$file" | tail -n 1)"
+  done
+  serve_stop
+  rm -f "$log"
+}
+
+echo "== compare: $pairs pairs (java, ringlog), $seconds s per run, workloads $workloads" \
+  "(catch-up: $catchup_gb GB, settle $catchup_settle_s s); results in $results"
 {
   echo "date: $(date -u +%FT%TZ)"
   echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), kernel $(uname -r), $(df -T "$work" | awk 'NR==2 {print $2}') on $(df "$work" | awk 'NR==2 {print $1}')"
   echo "java: $(java -version 2>&1 | head -n 1)"
   echo "ringlog: $(git -C "$root" rev-parse --short HEAD) default settings"
+  echo "workloads: $workloads; catch-up data set $catchup_gb GB, settle $catchup_settle_s s," \
+    "Java bookie keys for it: ${catchup_java_conf:-none}"
 } >"$results/machine.txt"
 cat "$results/machine.txt"
 for pair in $(seq 1 "$pairs"); do
   java_ops=0
   for bookie in java ringlog; do
+    [[ $workloads == catchup ]] && break
     for wire in v3 v2; do
       echo "== pair $pair, $bookie, BenchThroughputLatency-equivalent $wire"
       bench_writes "$bookie" "$wire" "$results/pair$pair-$bookie-btl-$wire"
@@ -155,5 +338,10 @@ for pair in $(seq 1 "$pairs"); do
         "$results/pair$pair-java-closed.json")
     fi
   done
+  if [[ $workloads != writes ]]; then
+    for bookie in java ringlog; do
+      catchup "$bookie" "$pair"
+    done
+  fi
 done
-python3 "$root/scripts/compare_report.py" "$results" "$pairs"
+python3 "$root/scripts/compare_report.py" "$results" "$pairs" "$workloads"

@@ -3,7 +3,10 @@
 pairs for the Java bookie and ringlog, the per-pair ratios ringlog/Java and their median, and
 a PNG of the latency percentile spectrum of the closed-loop runs.
 
-Usage: compare_report.py RESULTS_DIR PAIRS
+With WORKLOADS "catchup" (`make compare-catchup`) only the catch-up read section is written;
+with "writes" everything but it; "all" (the default) writes every section.
+
+Usage: compare_report.py RESULTS_DIR PAIRS [WORKLOADS]
 """
 import json
 import re
@@ -222,6 +225,142 @@ def floor_lines(results, pairs):
             f"{fmt(median(ratios_dsync), 2)} |", ""]
 
 
+CATCHUP_READS = [
+    ("all", "(a) all 50 ledgers at once, READ_ENTRY"),
+    ("batch", "(b) all 50 ledgers at once, BATCH_READ_ENTRY (p99 per batch request)"),
+    ("ledger", "(c) one ledger alone, in entry order, READ_ENTRY"),
+]
+
+CATCHUP_METRICS = [
+    ("MB/s", "mb_per_sec", 1, 1),
+    ("entries/s", "ops_per_sec", 0, 1),
+    ("p99 ms", "p99_us", 2, 1e-3),
+    ("errors", "errors", 0, 1),
+]
+
+
+def catchup_fill(results, pair, bookie):
+    """key=value pairs compare.sh wrote after the fill and the restart, or {}."""
+    try:
+        text = (results / f"pair{pair}-{bookie}-catchup-fill.txt").read_text()
+    except OSError:
+        return {}
+    return dict(re.findall(r"(\w+)=([^\s]+)", text))
+
+
+def catchup_rows(results, pairs, bookie, kind):
+    return [load_json(results / f"pair{pair}-{bookie}-catchup-{kind}.json")
+            for pair in range(1, pairs + 1)]
+
+
+def catchup_setup_lines(results, pairs):
+    lines = ["| bookie, pair | entries acked | fill: s (MB/s) | settle s | stop s | start s |",
+             "|---|---|---|---|---|---|"]
+    for pair in range(1, pairs + 1):
+        for bookie in BOOKIES:
+            fill = catchup_fill(results, pair, bookie)
+            entries = float(fill["entries_acked"]) if "entries_acked" in fill else None
+            seconds = float(fill["fill_s"]) if "fill_s" in fill else None
+            rate = entries * 1024 / 1e6 / seconds if entries and seconds else None
+            lines.append(f"| {bookie}, {pair} | {fmt(entries)} | {fmt(seconds, 1)} "
+                         f"({fmt(rate, 1)}) | {fill.get('settle_s', 'n/a')} | "
+                         f"{fill.get('stop_s', 'n/a')} | {fill.get('start_s', 'n/a')} |")
+    return lines + [""]
+
+
+def catchup_read_lines(results, pairs):
+    lines = ["| reads | metric | Java bookie | ringlog | ringlog / Java, per pair | "
+             "median ratio |", "|---|---|---|---|---|---|"]
+    for kind, title in CATCHUP_READS:
+        rows = {bookie: catchup_rows(results, pairs, bookie, kind) for bookie in BOOKIES}
+        for label, key, digits, scale in CATCHUP_METRICS:
+            values = {bookie: [row[key] * scale if row else None for row in rows[bookie]]
+                      for bookie in BOOKIES}
+            ratios = [ratio(r, j) for r, j in zip(values["ringlog"], values["java"])]
+            lines.append(f"| {title} | {label} | {fmt(median(values['java']), digits)} | "
+                         f"{fmt(median(values['ringlog']), digits)} | "
+                         f"{', '.join(fmt(r, 2) for r in ratios)} | {fmt(median(ratios), 2)} |")
+    return lines + [""]
+
+
+def mixed_read_passes(results, pair, bookie):
+    """(entries, entries/s, complete) of each catch-up read pass of the mixed run: from its
+    JSON when it completed, else from the last per-second progress line of the pass stopped
+    when the writes ended."""
+    passes = []
+    paths = results.glob(f"pair{pair}-{bookie}-catchup-mixed-reads-*.txt")
+    for path in sorted(paths, key=lambda path: int(path.stem.rsplit("-", 1)[1])):
+        row = load_json(path.with_suffix(".json"))
+        if row:
+            passes.append((row["count"], row["ops_per_sec"], True))
+            continue
+        progress = re.findall(r"^(\d+) entries checked OK, ([\d.]+) entries/sec",
+                              path.read_text(errors="replace"), re.MULTILINE)
+        if progress:
+            passes.append((int(progress[-1][0]), float(progress[-1][1]), False))
+    return passes
+
+
+def mixed_read_mb_per_sec(passes):
+    """Payload MB/s of the mixed run's reads over all passes (1 KiB entries)."""
+    entries = sum(count for count, _, _ in passes)
+    seconds = sum(count / rate for count, rate, _ in passes if rate > 0)
+    return entries * 1024 / 1e6 / seconds if seconds > 0 else None
+
+
+def catchup_mixed_lines(results, pairs):
+    lines = ["| bookie | metric | alone | mixed | mixed / alone, per pair | "
+             "median ratio | target (issue 15, ringlog) |", "|---|---|---|---|---|---|---|"]
+    for bookie in BOOKIES:
+        alone = catchup_rows(results, pairs, bookie, "mixed-alone")
+        mixed = catchup_rows(results, pairs, bookie, "mixed")
+        for label, key, digits, scale, target in (("writes ops/s", "ops_per_sec", 0, 1, "≥ 0.80"),
+                                                  ("writes p99 ms", "p99_us", 2, 1e-3, "≤ 2.00")):
+            before = [row[key] * scale if row else None for row in alone]
+            during = [row[key] * scale if row else None for row in mixed]
+            ratios = [ratio(d, b) for d, b in zip(during, before)]
+            lines.append(f"| {bookie} | {label} | {fmt(median(before), digits)} | "
+                         f"{fmt(median(during), digits)} | "
+                         f"{', '.join(fmt(r, 2) for r in ratios)} | {fmt(median(ratios), 2)} | "
+                         f"{target if bookie == 'ringlog' else ''} |")
+        cold = [row["mb_per_sec"] if row else None
+                for row in catchup_rows(results, pairs, bookie, "all")]
+        during = [mixed_read_mb_per_sec(mixed_read_passes(results, pair, bookie))
+                  for pair in range(1, pairs + 1)]
+        ratios = [ratio(d, c) for d, c in zip(during, cold)]
+        lines.append(f"| {bookie} | reads (a) MB/s (alone: the cold run) | "
+                     f"{fmt(median(cold), 1)} | {fmt(median(during), 1)} | "
+                     f"{', '.join(fmt(r, 2) for r in ratios)} | {fmt(median(ratios), 2)} | |")
+    lines += ["", "Catch-up read passes during the mixed run's writes (entries read, MB/s; the "
+              "last pass is stopped when the writes end, its rate from its last progress line):",
+              ""]
+    for pair in range(1, pairs + 1):
+        for bookie in BOOKIES:
+            passes = mixed_read_passes(results, pair, bookie)
+            described = [f"{fmt(count)} at {fmt(rate * 1024 / 1e6, 1)}"
+                         + ("" if complete else " (stopped)") for count, rate, complete in passes]
+            lines.append(f"- pair {pair}, {bookie}: {'; '.join(described) or 'none'}")
+    return lines + [""]
+
+
+def catchup_lines(results, pairs):
+    """The catch-up read workload (issue 15): cold reads after a restart, and the mixed run."""
+    return (["## Catch-up reads (issue 15)", "",
+             "Per bookie: a fresh data dir filled with 1 KiB entries over 50 ledgers "
+             "(ringlog-bench writes --verify-log, v2, throttle 20000), a settle wait, a restart "
+             "on the same data, then each read after a page-cache drop, every entry checked "
+             "against the log. The Java bookie runs with the keys on the `workloads` line above "
+             "(DbLedgerStorage by default). Targets (issue 15, ≥ 4 GB): (a) ≥ 600 MB/s, "
+             "(c) ≥ 200 MB/s, (b) ≥ (a), ringlog ≥ 3x the Java bookie.", "",
+             "### Data set and restart", ""]
+            + catchup_setup_lines(results, pairs)
+            + ["### Cold reads after the restart", ""]
+            + catchup_read_lines(results, pairs)
+            + ["### Mixed run: the seed workload (closed loop, 50 new ledgers) alone, then beside "
+               "catch-up reads (a)", ""]
+            + catchup_mixed_lines(results, pairs))
+
+
 def plot(results, pairs):
     try:
         import matplotlib
@@ -255,23 +394,30 @@ def plot(results, pairs):
 def main():
     results = Path(sys.argv[1])
     pairs = int(sys.argv[2])
+    workloads = sys.argv[3] if len(sys.argv) > 3 else "all"
     machine = (results / "machine.txt").read_text().strip().splitlines()
     lines = ["# ringlog vs the Apache BookKeeper bookie", ""]
     lines += [f"- {line}" for line in machine]
     lines += ["- runs alternate java, ringlog per pair; ratios are ringlog / Java of the same pair",
               "- Java bookie: bookkeeper-server 4.18.2 defaults, journalSyncData=true, "
               "maxPendingAddRequestsPerThread=40000 (interop/README.md)", ""]
-    lines += btl_table(results, pairs, "v3")
-    lines += btl_table(results, pairs, "v2")
-    lines += table(results, pairs, "closed",
-                   "ringlog-bench writes, seed workload, closed loop (v2)", True)
-    lines += table(results, pairs, "open50", "open loop at 50% of the Java bookie's ops/s", False)
-    lines += table(results, pairs, "open90", "open loop at 90% of the Java bookie's ops/s", False)
-    lines += table(results, pairs, "qd1", "one outstanding add", False)
-    lines += pulsar_table(results, pairs, "ringlog", "unpinned")
-    lines += pulsar_table(results, pairs, "ringlog-pinned", "pinned (bookie N's shard on core N)")
-    lines += floor_lines(results, pairs)
-    lines += [f"![latency spectrum]({plot(results, pairs)})", ""]
+    if workloads != "catchup":
+        lines += btl_table(results, pairs, "v3")
+        lines += btl_table(results, pairs, "v2")
+        lines += table(results, pairs, "closed",
+                       "ringlog-bench writes, seed workload, closed loop (v2)", True)
+        lines += table(results, pairs, "open50", "open loop at 50% of the Java bookie's ops/s",
+                       False)
+        lines += table(results, pairs, "open90", "open loop at 90% of the Java bookie's ops/s",
+                       False)
+        lines += table(results, pairs, "qd1", "one outstanding add", False)
+        lines += pulsar_table(results, pairs, "ringlog", "unpinned")
+        lines += pulsar_table(results, pairs, "ringlog-pinned",
+                              "pinned (bookie N's shard on core N)")
+        lines += floor_lines(results, pairs)
+        lines += [f"![latency spectrum]({plot(results, pairs)})", ""]
+    if workloads != "writes":
+        lines += catchup_lines(results, pairs)
     (results / "report.md").write_text("\n".join(lines))
     print("\n".join(lines))
     print(f"report: {results / 'report.md'}")

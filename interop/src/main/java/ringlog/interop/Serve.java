@@ -1,6 +1,9 @@
 package ringlog.interop;
 
+import java.io.BufferedReader;
 import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Comparator;
@@ -14,6 +17,14 @@ import java.util.stream.Stream;
  * <p>Prints {@code READY <bookie port> <bookie pid> <zookeeper connect string>} once the bookie
  * is registered, and {@code USAGE cpu_s=<seconds> rss_peak_kib=<KiB>} of the bookie process
  * just before stopping it.
+ *
+ * <p>A line {@code RESTART} on stdin stops the bookie (SIGTERM: the Java bookie flushes its
+ * write cache and closes its ledger storage, ringlog drains and exits; SIGKILL only if it
+ * has not exited within 15 s) and starts it again on the same port, data directory and
+ * settings, as the interop scenarios' restarts do; then prints
+ * {@code RESTARTED <bookie port> <bookie pid> stop_s=<seconds> start_s=<seconds>}. The
+ * catch-up read workload of `make compare` reads after such a restart, so nothing it reads is
+ * still in the bookie's memory. Other lines are ignored.
  */
 final class Serve {
     private Serve() {}
@@ -28,8 +39,12 @@ final class Serve {
             System.out.println("READY " + bookie.port + " " + bookie.pid() + " "
                     + cluster.zk.connectString());
             System.out.flush();
-            while (System.in.read() != -1) {
-                // Anything on stdin is ignored; EOF means stop.
+            BufferedReader input = new BufferedReader(
+                    new InputStreamReader(System.in, StandardCharsets.UTF_8));
+            for (String line = input.readLine(); line != null; line = input.readLine()) {
+                if (line.trim().equals("RESTART")) {
+                    restart(bookie);
+                }
             }
             ProcessUsage usage = bookie.usage();
             System.out.printf("USAGE cpu_s=%.2f rss_peak_kib=%d%n", usage.cpuSeconds(),
@@ -44,6 +59,19 @@ final class Serve {
             }
         }
         System.exit(status);
+    }
+
+    /** Stops and starts `bookie` on its own data, timing both halves. */
+    private static void restart(Bookie bookie) throws Exception {
+        long stopStart = System.nanoTime();
+        bookie.stop();
+        long startStart = System.nanoTime();
+        bookie.start();
+        long end = System.nanoTime();
+        // One println of the whole line: the script reading this output waits for whole lines.
+        System.out.println(String.format("RESTARTED %d %d stop_s=%.1f start_s=%.1f", bookie.port,
+                bookie.pid(), (startStart - stopStart) / 1e9, (end - startStart) / 1e9));
+        System.out.flush();
     }
 
     private static void deleteTree(Path dir) throws IOException {
