@@ -36,6 +36,13 @@ read -ra server_args <<<"${RETENTION_SERVER_ARGS:-}"
 # The workload of issue 13, and its targets.
 entry_size=${RETENTION_ENTRY_SIZE:-64} ledgers=1000 shards=2 ledger_base=1000
 rss_margin_mib=256 restart_term_s_max=2 restart_kill_s_max=5
+# Plus the read-ahead windows (a fixed bound the operator sets, --read-ahead-mib, default 512
+# for the server): reading back fills them, and they do not grow with the data.
+read_ahead_mib=512
+for ((i = 0; i + 1 < ${#server_args[@]}; i++)); do
+  [[ ${server_args[i]} == --read-ahead-mib ]] && read_ahead_mib=${server_args[i + 1]}
+done
+rss_margin_mib=$((rss_margin_mib + read_ahead_mib))
 # Disk per entry: the record header (64) + the body (64 payload + 32 header + 4 digest),
 # rounded to 8, is ~170 B in the journal (measured 168); the verify log line ~32 B.
 # Larger entries (RETENTION_ENTRY_SIZE, for the 50 GB restart) scale the same way.

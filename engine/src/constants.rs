@@ -76,10 +76,11 @@ pub const READ_WINDOW_WAITERS_MAX: usize = 1024;
 /// Ledgers whose read pattern a journal follows to tell sequential readers from random ones;
 /// the least recently read is forgotten first.
 pub const READ_AHEAD_STREAMS_MAX: usize = 256;
-/// A read of an entry at most this many ids from the last one read of its ledger counts as
-/// sequential: a client with many reads outstanding sends them in order, but replies and
-/// retries reorder a few.
-pub const READ_AHEAD_STREAM_GAP_MAX: i64 = 64;
+/// A read of an entry at most this many ids from the highest one read of its ledger counts as
+/// sequential: a client keeps up to a thousand reads outstanding (or a dozen batch reads of
+/// 64, each read in order by the bookie), which arrive in order but interleave; with a gap of
+/// 64 the concurrent batch reads of one ledger each looked like a jump, and read alone.
+pub const READ_AHEAD_STREAM_GAP_MAX: i64 = 1024;
 
 /// Most steps one `Disk::submit_file_ops` takes (a dead segment's reuse: its index's unlink,
 /// its rename, the directory's fsync).

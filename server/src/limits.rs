@@ -266,6 +266,14 @@ const _: () = assert!(GC_METADATA_RATE_DEFAULT <= GC_METADATA_RATE_MAX);
 // A hierarchical level (four digits) always fits.
 const _: () = assert!(GC_CHILDREN_MAX >= 10_000);
 
+/// Default `--read-ahead-mib`: the server's read-ahead memory, shared by its shards. 50
+/// ledgers read at once by one shard wanted about 256 1 MiB windows here (docs/durability.md,
+/// "Read-ahead"); the Java bookie's DbLedgerStorage read-ahead cache defaults to a quarter of
+/// its direct memory, typically more.
+pub const READ_AHEAD_MIB_DEFAULT: usize = 512;
+/// Largest `--read-ahead-mib` (each shard is also held to `READ_AHEAD_WINDOWS_MAX`): every
+/// window is a mapping of its own, and the kernel allows 65530 per process by default.
+pub const READ_AHEAD_MIB_MAX: usize = 16384;
 /// Default `--index-cache-mib`: the engine's default index page cache (32 MiB per shard).
 pub const INDEX_CACHE_MIB_DEFAULT: u64 =
     (engine::constants::INDEX_CACHE_PAGES_DEFAULT / 256) as u64;

@@ -367,6 +367,9 @@ mod tests {
         assert!(read_ahead.sequential(ledger, EntryId(13)));
         assert!(!read_ahead.sequential(ledger, EntryId(5000)));
         assert!(read_ahead.sequential(ledger, EntryId(5001)));
+        // Concurrent batch reads a few hundred ids apart are one scan.
+        assert!(read_ahead.sequential(ledger, EntryId(5700)));
+        assert!(read_ahead.sequential(ledger, EntryId(5064)));
     }
 
     #[test]

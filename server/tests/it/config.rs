@@ -134,19 +134,33 @@ fn defaults_and_bounds() {
             assert_eq!(config.journal.disk_reserve, reserve_mib << 20);
         }
     }
-    for (mib, valid) in [(0, true), (64, true), (1024, true), (1025, false)] {
+    // The total is shared by the shards, at most 1024 windows each.
+    for (mib, shards, windows) in [
+        (0, 1, Some(0)),
+        (64, 1, Some(64)),
+        (512, 2, Some(256)),
+        (1, 2, Some(1)),
+        (1024, 1, Some(1024)),
+        (1025, 1, None),
+        (2048, 2, Some(1024)),
+        (16385, 64, None),
+    ] {
         let resolved = bad(ServeArgs {
             read_ahead_mib: Some(mib),
+            shards: Some(shards),
             ..ServeArgs::default()
         })
-        .resolve(&[0]);
-        assert_eq!(resolved.is_ok(), valid, "--read-ahead-mib {mib}");
-        if let Ok(config) = resolved {
-            assert_eq!(config.journal.read_ahead_windows, mib, "1 MiB windows");
-        }
+        .resolve(&[0, 1]);
+        let got = resolved
+            .map(|config| config.journal.read_ahead_windows)
+            .ok();
+        assert_eq!(got, windows, "--read-ahead-mib {mib} over {shards} shards");
     }
     let defaults = bad(ServeArgs::default()).resolve(&[0]).unwrap();
-    assert_eq!(defaults.journal.read_ahead_windows, 64);
+    assert_eq!(
+        defaults.journal.read_ahead_windows, 512,
+        "one shard has it all"
+    );
     assert!(defaults.journal.sort_sealed, "sorting is on by default");
     let unsorted = bad(ServeArgs {
         sort_sealed_segments: Some(false),
