@@ -7,14 +7,16 @@
 //! reported strictly in journal order: a commit's records are durable only when it and every
 //! earlier commit completed. Any failed or short write, or failed sync, poisons the journal.
 //!
-//! `Journal` composes four state machines, each with its own state in its own file:
+//! `Journal` composes state machines, each with its own state in its own file:
 //!
 //! - `commit.rs`, `Commits`: staging, group commit, ordered completion, poisoning;
 //! - `reads.rs`, `Reads`: disk reads and the cache of durable commit buffers, with
 //!   `read_ahead.rs`, `ReadAhead`: the windows a sequential scan is read in;
 //! - `segments.rs`, `Segments`: background preparation of the next segment, the spares, and
 //!   the read-only state while no segment can be created;
-//! - `zero_ahead.rs`, `ZeroAhead`: zeroing the active segment ahead of the write head.
+//! - `zero_ahead.rs`, `ZeroAhead`: zeroing the active segment ahead of the write head;
+//! - `seal.rs`, `dead.rs`, `compact.rs`, `index_pages.rs`: sealing and the checkpoint, dead
+//!   segments, compaction and sorting, the sealed-index page cache (ARCHITECTURE.md).
 //!
 //! Each struct's fields are private to its file. What a state machine does with its own state
 //! is a method of its struct; what also needs the disk, the events, the counters or another
