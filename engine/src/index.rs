@@ -10,6 +10,7 @@
 //! (ledger, sealed segment) run, plus the hash map's overhead.
 
 use crate::constants::MASTER_KEY_SIZE;
+use crate::id_hash::IdHashMap;
 use crate::ids::{EntryId, LedgerId, Location, Position, SegmentId};
 use crate::index_file::Run;
 use std::collections::{BTreeMap, HashMap};
@@ -324,7 +325,7 @@ impl Ledger {
 /// All ledgers of one shard.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Index {
-    ledgers: HashMap<LedgerId, Ledger>,
+    ledgers: IdHashMap<LedgerId, Ledger>,
     /// Where each sealed segment's slot table is.
     sealed_segments: BTreeMap<SegmentId, SealedSegment>,
     /// Deleted ledgers, with the last segment that may hold their records.

@@ -21,6 +21,7 @@ pub mod disk;
 pub mod error;
 pub mod file_name;
 pub mod histogram;
+pub mod id_hash;
 pub mod ids;
 pub mod index;
 pub mod index_build;

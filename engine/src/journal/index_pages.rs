@@ -6,8 +6,8 @@
 //! allocation per access.
 
 use crate::constants::SECTOR_SIZE;
+use crate::id_hash::IdHashMap;
 use crate::ids::SegmentId;
-use std::collections::HashMap;
 
 type PageKey = (SegmentId, u64);
 
@@ -20,7 +20,7 @@ pub(super) struct IndexPages {
     keys: Vec<Option<PageKey>>,
     /// CLOCK's second-chance bit per frame.
     referenced: Vec<bool>,
-    frames: HashMap<PageKey, usize>,
+    frames: IdHashMap<PageKey, usize>,
     hand: usize,
 }
 
@@ -31,7 +31,7 @@ impl IndexPages {
             bytes: vec![0; capacity * SECTOR_SIZE],
             keys: vec![None; capacity],
             referenced: vec![false; capacity],
-            frames: HashMap::with_capacity(capacity),
+            frames: IdHashMap::with_capacity_and_hasher(capacity, Default::default()),
             hand: 0,
         }
     }

@@ -69,6 +69,11 @@ pub(super) enum Found {
 #[derive(Debug)]
 pub(super) struct ReadAhead {
     windows: Vec<Window>,
+    /// The windows in use (not free) as (segment, start, index), ascending: a lookup is a
+    /// binary search, not a pass over every window (a shard may have 1024, and a pass per
+    /// read was a fifth of a shard's CPU in a catch-up read). Capacity for every window is
+    /// reserved up front, so keeping it costs no allocation.
+    by_position: Vec<(SegmentId, u64, u32)>,
     streams: Vec<Stream>,
     clock: u64,
     in_flight: usize,
@@ -88,7 +93,7 @@ impl ReadAhead {
 
     /// Windows over `buffers` (each `READ_AHEAD_WINDOW_SIZE` bytes); none turns read-ahead off.
     pub(super) fn new(buffers: impl Iterator<Item = BufferId>) -> ReadAhead {
-        let windows = buffers
+        let windows: Vec<Window> = buffers
             .map(|buffer| Window {
                 state: WindowState::Free,
                 segment: SegmentId(0),
@@ -102,6 +107,7 @@ impl ReadAhead {
             })
             .collect();
         ReadAhead {
+            by_position: Vec::with_capacity(windows.len()),
             windows,
             streams: Vec::with_capacity(READ_AHEAD_STREAMS_MAX),
             clock: 0,
@@ -147,22 +153,30 @@ impl ReadAhead {
         let end = position + to_u64(size);
         self.clock += 1;
         let clock = self.clock;
-        let index = self.windows.iter().position(|window| {
-            !window.stale
-                && window.segment == segment
-                && match window.state {
-                    WindowState::Free => false,
-                    WindowState::InFlight => {
-                        window.start <= position && end <= window.start + to_u64(window.length)
-                    }
-                    WindowState::Ready => {
-                        window.start <= position && end <= window.start + to_u64(window.valid)
-                    }
-                }
-        })?;
-        let window = &mut self.windows[index];
+        // Windows are at most READ_AHEAD_WINDOW_SIZE long, so only those of `segment` that
+        // start at most that far before `position` can hold it: walk back from the last
+        // window starting at or before `position`.
+        let after = self
+            .by_position
+            .partition_point(|&(at_segment, start, _)| (at_segment, start) <= (segment, position));
+        let index = self.by_position[..after]
+            .iter()
+            .rev()
+            .take_while(|&&(at_segment, start, _)| {
+                at_segment == segment && start + to_u64(READ_AHEAD_WINDOW_SIZE) > position
+            })
+            .map(|&(_, _, index)| index)
+            .find(|&index| {
+                let window = &self.windows[to_usize(u64::from(index))];
+                let held_end = match window.state {
+                    WindowState::Free => 0,
+                    WindowState::InFlight => window.length,
+                    WindowState::Ready => window.valid,
+                };
+                !window.stale && end <= window.start + to_u64(held_end)
+            })?;
+        let window = &mut self.windows[to_usize(u64::from(index))];
         window.used = clock;
-        let index = u32::try_from(index).expect("few windows");
         Some(match window.state {
             WindowState::Ready => Found::Ready(index),
             WindowState::InFlight => Found::InFlight(index),
@@ -192,8 +206,8 @@ impl ReadAhead {
             return None;
         }
         let index = self.reusable()?;
-        let window = &mut self.windows[index];
         let length = to_usize(end - start);
+        let window = &mut self.windows[index];
         let token = token_kind | to_u64(index);
         if disk
             .submit_read(
@@ -207,6 +221,7 @@ impl ReadAhead {
         {
             return None;
         }
+        let was_free = window.state == WindowState::Free;
         self.clock += 1;
         *window = Window {
             state: WindowState::InFlight,
@@ -220,7 +235,35 @@ impl ReadAhead {
             used: self.clock,
         };
         self.in_flight += 1;
-        Some(u32::try_from(index).expect("few windows"))
+        let index = u32::try_from(index).expect("few windows");
+        if !was_free {
+            self.position_remove(index);
+        }
+        self.position_insert(index);
+        Some(index)
+    }
+
+    /// Adds window `index`, just put in use, to `by_position`.
+    fn position_insert(&mut self, index: u32) {
+        let window = &self.windows[to_usize(u64::from(index))];
+        let key = (window.segment, window.start, index);
+        let at = self.by_position.partition_point(|&entry| entry < key);
+        assert!(
+            self.by_position.len() < self.by_position.capacity(),
+            "one entry per window"
+        );
+        self.by_position.insert(at, key);
+    }
+
+    /// Removes window `index` from `by_position` (found by index: once per window read, so
+    /// a pass is cheap, and it works after the window's fields changed).
+    fn position_remove(&mut self, index: u32) {
+        let at = self
+            .by_position
+            .iter()
+            .position(|&(_, _, at_index)| at_index == index)
+            .expect("a window in use is in by_position");
+        self.by_position.remove(at);
     }
 
     /// A free window, or the least recently used one nobody holds.
@@ -346,6 +389,7 @@ impl ReadAhead {
         if window.stale && window.users == 0 && window.state == WindowState::Ready {
             window.state = WindowState::Free;
             window.stale = false;
+            self.position_remove(u32::try_from(index).expect("few windows"));
         }
     }
 }
@@ -377,6 +421,115 @@ mod tests {
         let mut read_ahead = ReadAhead::new(std::iter::empty());
         assert!(!read_ahead.sequential(LedgerId(1), EntryId(0)));
         assert!(!read_ahead.sequential(LedgerId(1), EntryId(1)));
+    }
+
+    /// Windows (and their bytes) any window in use holds `[position, end)` in, by a pass over
+    /// every window: what `by_position` must agree with.
+    fn covering_by_scan(
+        read_ahead: &ReadAhead,
+        segment: SegmentId,
+        position: u64,
+        end: u64,
+    ) -> bool {
+        read_ahead.windows.iter().any(|window| {
+            let held = match window.state {
+                WindowState::Free => 0,
+                WindowState::InFlight => window.length,
+                WindowState::Ready => window.valid,
+            };
+            !window.stale
+                && window.segment == segment
+                && window.start <= position
+                && end <= window.start + to_u64(held)
+        })
+    }
+
+    #[test]
+    fn lookups_by_position_agree_with_a_pass_over_every_window() {
+        use crate::disk::sim::{SimDisk, SimRng};
+        const SEGMENT_SIZE: u64 = 8 << 20;
+        let mut disk = SimDisk::new(1);
+        let windows = 6;
+        disk.buffers_allocate(&vec![READ_AHEAD_WINDOW_SIZE; windows]);
+        for segment in 1..=3 {
+            disk.insert_segment(SegmentId(segment), vec![0; to_usize(SEGMENT_SIZE)]);
+            disk.file_open(FileId::Segment(SegmentId(segment)))
+                .expect("sim file");
+        }
+        let mut read_ahead =
+            ReadAhead::new((0..windows).map(|i| BufferId(u32::try_from(i).expect("small"))));
+        let mut rng = SimRng::new(7);
+        let mut held: Vec<u32> = Vec::new();
+        for _ in 0..20_000 {
+            let segment = SegmentId(u32::try_from(1 + rng.below(3)).expect("small"));
+            let position = rng.below(SEGMENT_SIZE);
+            match rng.below(8) {
+                0 | 1 => {
+                    let end = if rng.chance(200_000) {
+                        position + 5000
+                    } else {
+                        SEGMENT_SIZE
+                    };
+                    read_ahead.start(&mut disk, 0, segment, position, end.min(SEGMENT_SIZE));
+                }
+                2 => {
+                    let in_flight = (0..windows)
+                        .find(|&i| read_ahead.windows[i].state == WindowState::InFlight);
+                    if let Some(index) = in_flight {
+                        let length = read_ahead.windows[index].length;
+                        let result = if rng.chance(50_000) {
+                            -5
+                        } else {
+                            i32::try_from(length / 2 + to_usize(rng.below(to_u64(length / 2))))
+                                .expect("small")
+                        };
+                        read_ahead.on_complete(index, result);
+                    }
+                }
+                3 => {
+                    let index = u32::try_from(rng.below(to_u64(windows))).expect("small");
+                    if read_ahead.windows[to_usize(u64::from(index))].state != WindowState::Free {
+                        read_ahead.hold(index);
+                        held.push(index);
+                    }
+                }
+                4 => {
+                    if let Some(index) = held.pop() {
+                        read_ahead.unhold(index);
+                    }
+                }
+                5 if rng.chance(100_000) => read_ahead.forget(segment),
+                5 => {
+                    let index = u32::try_from(rng.below(to_u64(windows))).expect("small");
+                    if read_ahead.windows[to_usize(u64::from(index))].state == WindowState::Ready {
+                        read_ahead.discard(index);
+                    }
+                }
+                _ => {}
+            }
+            let in_use = read_ahead
+                .windows
+                .iter()
+                .filter(|w| w.state != WindowState::Free)
+                .count();
+            assert_eq!(read_ahead.by_position.len(), in_use);
+            for _ in 0..4 {
+                let position = rng.below(SEGMENT_SIZE);
+                let size = 1 + to_usize(rng.below(4096));
+                let expected =
+                    covering_by_scan(&read_ahead, segment, position, position + to_u64(size));
+                let found = read_ahead.find(segment, position, size);
+                assert_eq!(
+                    found.is_some(),
+                    expected,
+                    "{segment:?} at {position} size {size}"
+                );
+                if let Some(Found::Ready(index) | Found::InFlight(index)) = found {
+                    let window = read_ahead.windows[to_usize(u64::from(index))];
+                    assert!(window.segment == segment && window.start <= position);
+                }
+            }
+        }
     }
 
     #[test]
