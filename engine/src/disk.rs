@@ -188,7 +188,8 @@ pub trait Disk {
     /// fdatasync of a file.
     fn sync_blocking(&mut self, id: FileId) -> io::Result<()>;
 
-    /// Queues a write of `length` bytes of `buffer` at `position`, made durable as `sync` says.
+    /// Queues a write of the first `length` bytes of `buffer` at `position`, made durable as
+    /// `sync` says.
     fn submit_write(
         &mut self,
         token: DiskToken,
@@ -196,6 +197,19 @@ pub trait Disk {
         position: u64,
         buffer: BufferId,
         length: usize,
+        sync: WriteSync,
+    ) -> Result<(), SubmitError> {
+        self.submit_write_range(token, id, position, buffer, 0..length, sync)
+    }
+    /// Queues a write of bytes `range` of `buffer` at `position` (`range.start` a multiple of
+    /// `SECTOR_SIZE`, for O_DIRECT): a large buffer written in several smaller writes.
+    fn submit_write_range(
+        &mut self,
+        token: DiskToken,
+        id: FileId,
+        position: u64,
+        buffer: BufferId,
+        range: std::ops::Range<usize>,
         sync: WriteSync,
     ) -> Result<(), SubmitError>;
     /// Queues a write of `length` zero bytes at `position` from a disk-owned zero buffer.

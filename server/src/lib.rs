@@ -409,7 +409,7 @@ pub fn summary_line(report: &ShardReport) -> String {
          checkpoints_written={} seal_failures={} index_page_reads={} index_page_hits={} \
          metadata_calls={} metadata_us_avg={:.1} metadata_us_max={} ledgers_deleted={} \
          segments_removed={} segment_bytes_removed={} segments_recycled={} zero_ahead_bytes={} \
-         compactions_done={} compactions_sorting={} \
+         compactions_done={} compactions_sorting={} compactions_sorting_dropped={} \
          compaction_bytes_written={} compaction_bytes_freed={} compaction_failures={} \
          compaction_refusals={}",
         report.id,
@@ -466,6 +466,7 @@ pub fn summary_line(report: &ShardReport) -> String {
         journal.zero_ahead_bytes,
         journal.compactions_done,
         journal.compactions_sorting,
+        journal.compactions_sorting_dropped,
         journal.compaction_bytes_written,
         journal.compaction_bytes_freed,
         journal.compaction_failures,

@@ -183,6 +183,8 @@ shard_scalars! {
     read_ahead_windows,
     /// Compactions started to sort a segment by (ledger, entry).
     compactions_sorting,
+    /// Paused sorts dropped because space was needed.
+    compactions_sorting_dropped,
 }
 
 /// Everything one shard publishes, as plain numbers: what it fills on its tick, and what the

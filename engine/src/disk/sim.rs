@@ -825,15 +825,20 @@ impl Disk for SimDisk {
         }
     }
 
-    fn submit_write(
+    fn submit_write_range(
         &mut self,
         token: DiskToken,
         id: FileId,
         position: u64,
         buffer: BufferId,
-        length: usize,
+        range: std::ops::Range<usize>,
         sync: WriteSync,
     ) -> Result<(), SubmitError> {
+        assert_eq!(
+            range.start % crate::constants::SECTOR_SIZE,
+            0,
+            "O_DIRECT writes start on a sector"
+        );
         // The quiet variant differs only in how many completions the kernel posts; the
         // journal handles both orders, so the simulator posts both.
         let sync = match sync {
@@ -841,7 +846,7 @@ impl Disk for SimDisk {
             other => other,
         };
         let file = self.file_index(id).map_err(SubmitError::Io)?;
-        let data = self.buffers[buffer.0 as usize][..length].to_vec();
+        let data = self.buffers[buffer.0 as usize][range].to_vec();
         self.busy_hold(buffer);
         let kind = PendingKind::Write { data, sync };
         let write = Pending {

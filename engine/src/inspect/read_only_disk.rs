@@ -202,13 +202,13 @@ impl Disk for ReadOnlyDisk {
         Ok(())
     }
 
-    fn submit_write(
+    fn submit_write_range(
         &mut self,
         _token: DiskToken,
         _id: FileId,
         _position: u64,
         _buffer: BufferId,
-        _length: usize,
+        _range: std::ops::Range<usize>,
         _sync: WriteSync,
     ) -> Result<(), SubmitError> {
         Err(SubmitError::Io(Self::refused()))

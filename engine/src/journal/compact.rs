@@ -34,8 +34,9 @@
 
 use super::{Journal, TOKEN_COMPACT};
 use crate::constants::{
-    COMPACTION_BATCH_RECORDS_MAX, COMPACTION_BUFFER_SIZE, COMPACTION_WINDOW_SIZE,
-    RECORD_PAYLOAD_SIZE_MAX, SEAL_CHUNK_SIZE, SECTOR_SIZE, SEGMENT_HEADER_SIZE,
+    COMPACTION_BATCH_RECORDS_MAX, COMPACTION_BUFFER_SIZE, COMPACTION_IO_SIZE_MAX,
+    COMPACTION_WINDOW_SIZE, RECORD_PAYLOAD_SIZE_MAX, SEAL_CHUNK_SIZE, SECTOR_SIZE,
+    SEGMENT_HEADER_SIZE,
 };
 use crate::disk::{BufferId, Disk, DiskOp, FileOp, SubmitError, WriteSync};
 use crate::ids::{FileId, LedgerId, Location, Position, SegmentId, Sequence};
@@ -66,8 +67,9 @@ enum Phase {
     Slots { run: usize, loaded: u64 },
     /// Reading S at the batch's records, `next` of them placed.
     Gather { next: usize },
-    /// Writing the copy buffer's whole sectors (all of it, padded, for the last batch).
-    Write { length: usize },
+    /// Writing the copy buffer's whole sectors (all of it, padded, for the last batch), in
+    /// writes of at most `COMPACTION_IO_SIZE_MAX`, `written` of `length` done.
+    Write { length: usize, written: usize },
     /// fdatasync of the copy.
     SegmentSync,
     /// Writing the copy's index.
@@ -89,6 +91,9 @@ enum Phase {
 #[derive(Debug)]
 struct Job {
     segment: SegmentId,
+    /// Rewritten for order, not for space (`Config::sort_sealed`): it waits while sorting is
+    /// paused.
+    sorting: bool,
     /// The copy's generation.
     generation: u32,
     /// S's slot table.
@@ -118,6 +123,9 @@ struct Job {
 #[derive(Debug)]
 pub(super) struct Compaction {
     job: Option<Job>,
+    /// The server saw this shard writing faster than its sorting limit: no sorting job starts
+    /// or takes a step (compaction for space goes on).
+    sorting_paused: bool,
     in_flight: bool,
     /// Bytes of the write in flight: a short write fails the job.
     in_flight_length: usize,
@@ -145,6 +153,7 @@ impl Compaction {
     pub(super) fn new(buffer: BufferId, window: BufferId) -> Compaction {
         Compaction {
             job: None,
+            sorting_paused: false,
             in_flight: false,
             in_flight_length: 0,
             credit: 0,
@@ -186,7 +195,31 @@ impl Compaction {
     /// True when nothing is in flight and nothing can go before more credit or a retry.
     pub(super) fn is_idle(&self) -> bool {
         !self.in_flight
-            && (self.credit == 0 || self.failed || (self.job.is_none() && !self.plan_pending))
+            && (self.credit == 0
+                || self.failed
+                || (self.job.is_none() && !self.plan_pending)
+                || self.is_sorting_waiting())
+    }
+
+    /// Pauses (or resumes) sorting; resuming plans again, since a candidate may be waiting.
+    pub(super) fn sorting_pause(&mut self, paused: bool) {
+        if self.sorting_paused && !paused {
+            self.plan_pending = true;
+        }
+        self.sorting_paused = paused;
+    }
+
+    /// True when the running job sorts, sorting is paused, and the job has not reached its
+    /// swap (once it renames, it finishes: S is the copy from then on).
+    fn is_sorting_waiting(&self) -> bool {
+        self.sorting_paused
+            && self.job.as_ref().is_some_and(|job| {
+                job.sorting
+                    && !matches!(
+                        job.phase,
+                        Phase::Swap(_) | Phase::SwapSegment(_) | Phase::SwapIndex(_)
+                    )
+            })
     }
 
     /// A segment may have become a candidate: plan again at the next drive.
@@ -250,6 +283,10 @@ impl<D: Disk> Journal<D> {
             self.compact_swap();
             return;
         }
+        if self.compaction.is_sorting_waiting() {
+            self.compact_sort_yield();
+            return;
+        }
         if self.compaction.credit == 0 {
             return;
         }
@@ -267,7 +304,7 @@ impl<D: Disk> Journal<D> {
         } else {
             self.config.compaction_threshold_minor_per_mille
         };
-        let sort = self.config.sort_sealed && !read_only;
+        let sort = self.config.sort_sealed && !read_only && !self.compaction.sorting_paused;
         if per_mille == 0 && !sort {
             // Off: nothing to plan until the threshold changes (the disk fills or empties).
             self.compaction.plan_pending = false;
@@ -337,6 +374,7 @@ impl<D: Disk> Journal<D> {
         );
         self.compaction.job = Some(Job {
             segment,
+            sorting,
             generation,
             table,
             runs,
@@ -387,7 +425,7 @@ impl<D: Disk> Journal<D> {
                 let (page_last, _) =
                     index_file::page_of(sealed.slot_first + slot_span(&sealed) - 1);
                 let pages =
-                    (page_last - page_first + 1).min(to_u64(COMPACTION_WINDOW_SIZE / SECTOR_SIZE));
+                    (page_last - page_first + 1).min(to_u64(COMPACTION_IO_SIZE_MAX / SECTOR_SIZE));
                 let offset = job.table.slot_table_offset + page_first * to_u64(SECTOR_SIZE);
                 let length = to_usize(pages) * SECTOR_SIZE;
                 self.disk
@@ -408,7 +446,14 @@ impl<D: Disk> Journal<D> {
                     let size = record_size_of(&job.slots[later.slot as usize]);
                     let record_end =
                         align_up_u64(u64::from(later.source) + to_u64(size), to_u64(SECTOR_SIZE));
-                    if record_end - start > to_u64(COMPACTION_WINDOW_SIZE) {
+                    // One read of at most COMPACTION_IO_SIZE_MAX, or of the one record that is
+                    // larger (the window holds the largest).
+                    let limit = if end == start {
+                        COMPACTION_WINDOW_SIZE
+                    } else {
+                        COMPACTION_IO_SIZE_MAX
+                    };
+                    if record_end - start > to_u64(limit) {
                         break;
                     }
                     end = record_end;
@@ -425,19 +470,21 @@ impl<D: Disk> Journal<D> {
                     )
                     .map(|()| length)
             }
-            Phase::Write { length } => {
+            Phase::Write { length, written } => {
                 let file = FileId::SegmentCompacted(segment);
-                let (position, length) = (job.buffer_position, *length);
+                let (length, written) = (*length, *written);
+                let position = job.buffer_position + to_u64(written);
+                let part = (length - written).min(COMPACTION_IO_SIZE_MAX);
                 self.disk
-                    .submit_write(
+                    .submit_write_range(
                         TOKEN_COMPACT,
                         file,
                         position,
                         buffer,
-                        length,
+                        written..written + part,
                         WriteSync::None,
                     )
-                    .map(|()| length)
+                    .map(|()| part)
             }
             Phase::SegmentSync => self
                 .disk
@@ -628,14 +675,21 @@ impl<D: Disk> Journal<D> {
             (Phase::CopyCreate, DiskOp::File) => Phase::Slots { run: 0, loaded: 0 },
             (Phase::IndexCreate(writer), DiskOp::File) => Phase::IndexWrite(writer),
             (Phase::SwapSegment(writer), DiskOp::File) => Phase::SwapIndex(writer),
-            (Phase::Write { length }, DiskOp::Write) => {
+            (Phase::Write { length, written }, DiskOp::Write)
+                if written + self.compaction.in_flight_length < length =>
+            {
+                let written = written + self.compaction.in_flight_length;
+                self.stats.compaction_bytes_written += to_u64(self.compaction.in_flight_length);
+                Phase::Write { length, written }
+            }
+            (Phase::Write { length, written }, DiskOp::Write) => {
+                self.stats.compaction_bytes_written += to_u64(length - written);
                 // Keep the partial sector at the end: the next batch goes on from it.
                 let out = self.disk.buffer_mut(buffer);
                 let rest = job.buffer_length.saturating_sub(length);
                 out.copy_within(length..length + rest, 0);
                 job.buffer_position += to_u64(length);
                 job.buffer_length = rest;
-                self.stats.compaction_bytes_written += to_u64(length);
                 if job.slot_next < job.order.len() {
                     batch_plan(job)
                 } else {
@@ -735,6 +789,38 @@ impl<D: Disk> Journal<D> {
 
     /// Abandons the running job: its temporaries are deleted (they may be most of a segment
     /// on a full disk), and S is either retried later or, after a failed check, never again.
+    /// A paused sort gives way when space is needed: if the disk is full, or a segment fell
+    /// under the threshold (checked only when something changed), the sort's copy is
+    /// dropped and planning picks the segment that frees space. The sort starts over later.
+    fn compact_sort_yield(&mut self) {
+        if !self.compaction.plan_pending {
+            return;
+        }
+        self.compaction.plan_pending = false;
+        let read_only = self.segments.is_read_only();
+        let per_mille = self.config.compaction_threshold_minor_per_mille;
+        let resume = self.seal.resume().segment;
+        let refused = &self.compaction.refused;
+        let needed = read_only
+            || (per_mille > 0
+                && self
+                    .index
+                    .compaction_candidate(resume, f64::from(per_mille) / 1000.0, |segment| {
+                        refused.contains(&segment)
+                    })
+                    .is_some());
+        if !needed {
+            return;
+        }
+        if let Some(job) = self.compaction.job.take() {
+            self.disk
+                .file_discard(FileId::SegmentCompacted(job.segment));
+            self.disk.file_discard(FileId::IndexCompacted(job.segment));
+            self.stats.compactions_sorting_dropped += 1;
+        }
+        self.compaction.plan_pending = true;
+    }
+
     fn compact_failed(&mut self, step: Step) {
         self.compaction.plan_pending = true;
         if let Some(job) = self.compaction.job.take() {
@@ -854,10 +940,13 @@ fn batch_finish(job: &mut Job, out: &mut [u8]) -> Phase {
         let padded = to_usize(align_up_u64(to_u64(end), to_u64(SECTOR_SIZE)));
         out[end..padded].fill(0);
         job.buffer_length = padded;
-        Phase::Write { length: padded }
+        Phase::Write {
+            length: padded,
+            written: 0,
+        }
     } else {
         let length = end / SECTOR_SIZE * SECTOR_SIZE;
         assert!(length > 0, "a batch that is not the last fills the buffer");
-        Phase::Write { length }
+        Phase::Write { length, written: 0 }
     }
 }

@@ -651,6 +651,13 @@ impl<D: Disk> Journal<D> {
         self.compaction.grant(bytes);
     }
 
+    /// Pauses sorting sealed segments (`Config::sort_sealed`) while `paused`: the server
+    /// pauses it while the shard writes fast, since a sort's reads and writes share the disk
+    /// and the shard with commits. A sort job waits where it is; compaction for space goes on.
+    pub fn sorting_pause(&mut self, paused: bool) {
+        self.compaction.sorting_pause(paused);
+    }
+
     /// True while a compaction job runs (its copy not yet in place).
     #[must_use]
     pub fn compaction_running(&self) -> bool {

@@ -85,6 +85,8 @@ pub struct Stats {
     /// Of the jobs started, those that sort a segment still in commit order
     /// (`Config::sort_sealed`), not reclaim a mostly dead one.
     pub compactions_sorting: u64,
+    /// Sorting jobs dropped while paused, because space was needed (`compact.rs`).
+    pub compactions_sorting_dropped: u64,
     /// Bytes compaction wrote (copies and their indexes), and segment file bytes it gave back.
     pub compaction_bytes_written: u64,
     pub compaction_bytes_freed: u64,

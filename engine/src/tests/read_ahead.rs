@@ -248,3 +248,70 @@ fn a_segment_larger_than_the_copy_buffer_is_sorted_batch_by_batch_and_survives_a
         "sorted {sorted} windows, unsorted {unsorted}"
     );
 }
+
+#[test]
+fn a_paused_sort_starts_nothing_and_sorts_once_resumed() {
+    let mut journal = Journal::open(SimDisk::new(8), config(true)).unwrap();
+    let mut model = Model::default();
+    fill(&mut journal, &mut model, &[1, 2, 3], 1500);
+    journal.sorting_pause(true);
+    journal.compaction_grant(u64::MAX);
+    drive(&mut journal);
+    assert_eq!(journal.stats().compactions_started, 0);
+    journal.sorting_pause(false);
+    journal.compaction_grant(u64::MAX);
+    drive(&mut journal);
+    let stats = journal.stats().clone();
+    assert!(stats.compactions_sorting >= 2, "{stats:?}");
+    assert_eq!(stats.compactions_done, stats.compactions_started);
+    verify_all(&mut journal, &model);
+}
+
+#[test]
+fn a_paused_sort_gives_way_to_compaction_when_deletions_leave_a_segment_mostly_dead() {
+    let config = Config {
+        compaction_threshold_minor_per_mille: 200,
+        ..config(true)
+    };
+    let mut journal = Journal::open(SimDisk::new(9), config.clone()).unwrap();
+    let mut model = Model::default();
+    let ledgers = [1, 2, 3, 4, 5, 6];
+    fill(&mut journal, &mut model, &ledgers, 800);
+    // Credit for a few steps only: the sort starts and stops partway, then pauses.
+    journal.compaction_grant(64 * 1024);
+    drive(&mut journal);
+    assert!(journal.compaction_running(), "{:?}", journal.stats());
+    assert_eq!(journal.stats().compactions_sorting, 1);
+    journal.sorting_pause(true);
+    journal.compaction_grant(u64::MAX);
+    drive(&mut journal);
+    assert_eq!(
+        journal.stats().compactions_done,
+        0,
+        "a paused sort takes no step"
+    );
+    // Five ledgers of six deleted: every sealed segment is a sixth live, under the threshold.
+    for &ledger in &ledgers[1..] {
+        assert!(journal.delete_ledger(LedgerId(ledger)));
+        model.delete(ledger);
+    }
+    journal.compaction_grant(u64::MAX);
+    drive(&mut journal);
+    let stats = journal.stats().clone();
+    assert_eq!(stats.compactions_sorting_dropped, 1, "{stats:?}");
+    assert!(stats.compactions_done >= 2, "{stats:?}");
+    assert_eq!(
+        stats.compactions_sorting, 1,
+        "no sort starts while paused: {stats:?}"
+    );
+    verify_all(&mut journal, &model);
+    assert_eq!(
+        journal.disk_mut().temporaries(),
+        0,
+        "the dropped sort's copy is gone"
+    );
+    // A crash loses nothing.
+    let disk = journal.into_disk().crash();
+    let mut journal = Journal::open(disk, config).unwrap();
+    verify_all(&mut journal, &model);
+}

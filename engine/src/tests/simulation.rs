@@ -28,6 +28,8 @@ struct Coverage {
     /// Compacted copies that replaced their segment, and crashes with a copy under way.
     compactions_done: u64,
     crashes_while_compacting: u64,
+    /// Sorts dropped while paused because a segment needed compaction for space.
+    compactions_sorting_dropped: u64,
     /// Dead segments reused as new ones, and crashes in a round that reused one (so the
     /// next open scans or rebuilds a file with stale records past its data).
     segments_recycled: u64,
@@ -131,6 +133,11 @@ fn run_seed(seed: u64) -> Coverage {
                     entry_next[slot] = 0;
                 }
             }
+            // Writes come and go: the server pauses sorting under load (a paused sort may be
+            // dropped for compaction), so the sort is paused and resumed at random.
+            if rng.below(4) == 0 {
+                journal.sorting_pause(rng.below(2) == 0);
+            }
             journal.compaction_grant(grant);
             journal.submit();
             journal.poll();
@@ -148,6 +155,7 @@ fn run_seed(seed: u64) -> Coverage {
         coverage.segments_removed += stats.segments_removed;
         coverage.crashes_with_deletions_pending += u64::from(journal.deletions_pending());
         coverage.compactions_done += stats.compactions_done;
+        coverage.compactions_sorting_dropped += stats.compactions_sorting_dropped;
         coverage.crashes_while_compacting += u64::from(journal.compaction_running());
         coverage.segments_recycled += stats.segments_recycled;
         coverage.crashes_after_recycling += u64::from(stats.segments_recycled > 0);
@@ -190,6 +198,7 @@ fn simulation() {
                 total.segments_removed += coverage.segments_removed;
                 total.crashes_with_deletions_pending += coverage.crashes_with_deletions_pending;
                 total.compactions_done += coverage.compactions_done;
+                total.compactions_sorting_dropped += coverage.compactions_sorting_dropped;
                 total.crashes_while_compacting += coverage.crashes_while_compacting;
                 total.segments_recycled += coverage.segments_recycled;
                 total.crashes_after_recycling += coverage.crashes_after_recycling;

@@ -334,19 +334,25 @@ impl Disk for UringDisk {
         Ok(())
     }
 
-    fn submit_write(
+    fn submit_write_range(
         &mut self,
         token: DiskToken,
         id: FileId,
         position: u64,
         buffer: BufferId,
-        length: usize,
+        range: std::ops::Range<usize>,
         sync: WriteSync,
     ) -> Result<(), SubmitError> {
-        self.check_range(buffer, length);
+        self.check_range(buffer, range.end);
+        assert_eq!(
+            range.start % crate::constants::SECTOR_SIZE,
+            0,
+            "O_DIRECT writes start on a sector"
+        );
+        let length = range.len();
         let fd = types::Fd(self.fd(id).map_err(SubmitError::Io)?);
         let index = buffer.0 as usize;
-        let pointer = self.buffers[index].as_mut_ptr();
+        let pointer = self.buffers[index].as_mut_slice()[range].as_mut_ptr();
         let length_u32 = u32::try_from(length).expect("commit fits u32");
         let data = user_data(OWNER_DISK, Some(index), Self::tag(token, TAG_WRITE));
         let mut write = opcode::Write::new(fd, pointer, length_u32).offset(position);

@@ -310,6 +310,11 @@ fn render_counters(out: &mut String, total: &ShardValues) {
             s.compactions_sorting,
         ),
         (
+            "ringlog_gc_compactions_sorting_dropped_total",
+            "sorts dropped while paused because space was needed",
+            s.compactions_sorting_dropped,
+        ),
+        (
             "ringlog_gc_compaction_bytes_written_total",
             "bytes compaction wrote",
             s.compaction_bytes_written,

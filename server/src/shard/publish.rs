@@ -65,6 +65,7 @@ impl Shard {
             reads_read_ahead: journal.reads_read_ahead,
             read_ahead_windows: journal.read_ahead_windows,
             compactions_sorting: journal.compactions_sorting,
+            compactions_sorting_dropped: journal.compactions_sorting_dropped,
         };
         let mut values = ShardValues {
             scalars,

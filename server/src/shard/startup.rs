@@ -219,6 +219,8 @@ impl Shard {
                 run_delay: RunDelay::for_current_thread(),
             },
             tick_last: Instant::now(),
+            commit_bytes_at_tick: 0,
+            sort_quiet_ticks: 0,
             stall_reported: None,
             parked_check: false,
             metrics,

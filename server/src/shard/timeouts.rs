@@ -8,6 +8,25 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 impl Shard {
+    /// Pauses sorting sealed segments as soon as this shard wrote faster than
+    /// `sort_write_rate_max_bytes_per_s` since the last tick, and resumes it only after
+    /// `SORT_QUIET_TICKS` ticks in a row below it: one slow tick under a steady load (a
+    /// stall, a descheduled client) must not start a sort beside it.
+    fn sorting_pace(&mut self, elapsed: Duration) {
+        let written = self.bookie.journal.stats().bytes_written;
+        let bytes = written.saturating_sub(self.commit_bytes_at_tick);
+        self.commit_bytes_at_tick = written;
+        let limit = u128::from(self.config.sort_write_rate_max_bytes_per_s);
+        let allowed = limit * elapsed.as_micros() / 1_000_000;
+        if u128::from(bytes) > allowed {
+            self.sort_quiet_ticks = 0;
+        } else {
+            self.sort_quiet_ticks = self.sort_quiet_ticks.saturating_add(1);
+        }
+        let paused = self.sort_quiet_ticks < limits::SORT_QUIET_TICKS;
+        self.bookie.journal.sorting_pause(paused);
+    }
+
     /// Every 100 ms: close connections idle for longer than the idle timeout.
     pub(super) fn tick(&mut self) {
         let now = Instant::now();
@@ -23,6 +42,7 @@ impl Shard {
         self.bookie
             .journal
             .compaction_grant(u64::try_from(grant).unwrap_or(u64::MAX));
+        self.sorting_pace(elapsed);
         self.bookie
             .journal
             .removal_pace(limits::SEGMENT_REMOVALS_PER_TICK_MAX);
