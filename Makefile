@@ -7,6 +7,8 @@ SEEDS ?= 2000
 CYCLES ?= 200
 CRASH_DIR ?= $(CURDIR)/target/crash-data
 BENCH_SECONDS ?= 10
+# Seconds per point of the latency-vs-load curve in `make bench`.
+CURVE_SECONDS ?= 5
 NEIGHBOUR_SECONDS ?= 30
 NEIGHBOUR_RATE ?= 20000
 BENCH_DIR ?= $(CURDIR)/target/bench-data
@@ -23,7 +25,7 @@ CHURN_SECONDS ?= 600
 METRICS_PAIRS ?= 3
 METRICS_SECONDS ?= 10
 
-.PHONY: help deps shellcheck-deps zk-deps fuzz-smoke build check test sim crash crash-deletes bench bench-disk bench-journal neighbour retention churn interop interop-pulsar disk-full compare compare-catchup metrics-check metrics-overhead ci clean
+.PHONY: help deps shellcheck-deps zk-deps fuzz-smoke build check test sim crash crash-deletes bench bench-disk bench-journal latency-stages neighbour retention churn interop interop-pulsar disk-full compare compare-catchup metrics-check metrics-overhead ci clean
 COMPARE_PAIRS ?= 3
 COMPARE_SECONDS ?= 20
 # The catch-up read workload of `make compare` (issue 15); QUICK=true makes it small.
@@ -65,6 +67,7 @@ test: check zk-deps
 	$(MAKE) metrics-check
 	$(MAKE) sim
 	$(MAKE) neighbour NEIGHBOUR_SECONDS=10
+	$(MAKE) latency-stages CURVE_SECONDS=1
 	$(MAKE) crash CYCLES=20
 	$(MAKE) crash-deletes CYCLES=10
 	$(MAKE) retention RETENTION_ENTRIES=2000000 RETENTION_SERVER_ARGS="--segment-size 67108864" \
@@ -97,11 +100,15 @@ bench-disk: build
 bench-journal: build
 	scripts/bench_journal.sh $(RELEASE) $(BENCH_DIR) 5
 
-## Main job: build, start a bookie on a temporary data dir, disk floor + seed workload, report; then the neighbour run.
+## Main job: build, start a bookie on a temporary data dir, disk floor + seed workload + latency-vs-load curve (BENCH_DIR/latency-curve/, JSON and PNG), report; then the neighbour run.
 bench: build
-	scripts/bench.sh $(RELEASE) $(BENCH_DIR) $(BENCH_SECONDS)
+	CURVE_SECONDS=$(CURVE_SECONDS) scripts/bench.sh $(RELEASE) $(BENCH_DIR) $(BENCH_SECONDS)
 	scripts/neighbour.sh $(RELEASE) $(BENCH_DIR) $(NEIGHBOUR_SECONDS) $(NEIGHBOUR_RATE) || \
 	  echo "== neighbour: a check failed (see above)"
+
+## Issue 18: where an add's time goes (server stages beside client latency) at 50/75/90% of the closed-loop max and 250k adds/s, in three layouts of server and client; docs/latency.md.
+latency-stages: build
+	scripts/latency_stages.sh $(RELEASE) $(BENCH_DIR) $(CURVE_SECONDS)
 
 ## Pinned shards sharing every core with a busy-loop neighbour, open loop NEIGHBOUR_RATE adds/s for NEIGHBOUR_SECONDS (30): fails on an add slower than the disk's worst write + 100 ms or a second without acks.
 neighbour: build

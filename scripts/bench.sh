@@ -49,7 +49,22 @@ echo "== seed workload: 1 KiB, 50 ledgers, throttle 20000, sync"
 "$release/ringlog-bench" writes --target "127.0.0.1:$port" --entry-size 1024 --ledgers 50 \
   --throttle 20000 --seconds "$seconds" --json "$run/seed.json"
 
-# Peak RSS and CPU time of the whole server run (both workloads), read before it exits.
+# Latency against offered load (issue 18): open loop at fractions of the seed workload's
+# closed-loop rate and at 250k adds/s, with the server's stage histograms around each point.
+curve_dir="$dir/latency-curve"
+http=$(sed -n 's/^ringlog http on //p' "$run/server.log" | head -n 1)
+max_ops=$(python3 -c 'import json, sys; print(int(json.load(open(sys.argv[1]))["ops_per_sec"]))' "$run/seed.json")
+disk_jsons=("$run"/disk-dsync-*.json)
+if python3 -c 'import matplotlib' 2>/dev/null || python3 -m pip install --quiet matplotlib >/dev/null 2>&1; then
+  :
+else
+  echo "== latency curve: matplotlib could not be installed (pip); the curve is written as JSON only"
+fi
+python3 "$(dirname "$0")/latency_curve.py" --bench "$release/ringlog-bench" \
+  --target "127.0.0.1:$port" --metrics "http://$http/metrics" --max-ops "$max_ops" \
+  --disk-json "${disk_jsons[@]}" --seconds "${CURVE_SECONDS:-5}" --out "$curve_dir"
+
+# Peak RSS and CPU time of the whole server run (all workloads), read before it exits.
 hwm_kib=$(awk '/^VmHWM:/ {print $2}' "/proc/$server_pid/status")
 cpu_ticks=$(awk '{print $14 + $15}' "/proc/$server_pid/stat")
 echo "== server: peak RSS $((hwm_kib / 1024)) MiB, CPU $(awk -v t="$cpu_ticks" -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "%.2f", t / hz}') s (user+system, both workloads)"
