@@ -259,14 +259,15 @@ pub struct ServeArgs {
     /// Default: true.
     #[arg(long, value_name = "BOOL")]
     pub sort_sealed_segments: Option<bool>,
-    /// Sorting (--sort-sealed-segments) runs only while this shard wrote less than this many
-    /// MiB per second over the last 100 ms tick: a sort's reads and writes share the disk
-    /// and the core with commits, and doubled the write p99 at 125k-250k 1 KiB adds/s. Under
-    /// a steady load above it, segments stay in commit order until the load drops (a paused
-    /// sort is dropped if space is needed). 0 sorts only while no write arrives; 4096 never
-    /// pauses. 0 to 4096. Default: 16.
+    /// Sorting (--sort-sealed-segments) runs only after a shard's commits and reads moved
+    /// less than this many MiB per second for a second, and pauses within a 100 ms tick of
+    /// more: a sort's reads and writes share the disk and the core with them, and doubled
+    /// the write p99 at 125k-250k 1 KiB adds/s. Under a steady load above it, segments stay
+    /// in commit order until the load drops (a paused sort is dropped if space is needed).
+    /// 0 sorts only while nothing is written or read; 4096 never pauses. 0 to 4096.
+    /// Default: 16.
     #[arg(long, value_name = "MIB")]
-    pub sort_write_rate_max_mib: Option<u64>,
+    pub sort_traffic_max_mib: Option<u64>,
     /// Close a connection after this many milliseconds without traffic and with nothing in
     /// flight, like Kafka's connections.max.idle.ms. 100 to 604800000. Default: 600000.
     #[arg(long, value_name = "MS")]
@@ -399,8 +400,8 @@ pub struct Config {
     pub frames_per_turn_max: usize,
     /// Bytes per second each shard's compaction may read and write.
     pub compaction_rate_bytes_per_s: u64,
-    /// Sorting pauses while a shard writes faster than this many bytes per second.
-    pub sort_write_rate_max_bytes_per_s: u64,
+    /// Sorting pauses while a shard's commits and reads move more bytes per second.
+    pub sort_traffic_max_bytes_per_s: u64,
     /// ZooKeeper registration; `None` without --zk.
     pub registration: Option<RegistrationConfig>,
 }
@@ -597,9 +598,7 @@ impl ServeArgs {
             segment_recycle_max: self.segment_recycle_max.or(file.segment_recycle_max),
             read_ahead_mib: self.read_ahead_mib.or(file.read_ahead_mib),
             sort_sealed_segments: self.sort_sealed_segments.or(file.sort_sealed_segments),
-            sort_write_rate_max_mib: self
-                .sort_write_rate_max_mib
-                .or(file.sort_write_rate_max_mib),
+            sort_traffic_max_mib: self.sort_traffic_max_mib.or(file.sort_traffic_max_mib),
             idle_timeout_ms: self.idle_timeout_ms.or(file.idle_timeout_ms),
             busy_poll_us: self.busy_poll_us.or(file.busy_poll_us),
             commit_stall_ms: self.commit_stall_ms.or(file.commit_stall_ms),
@@ -685,12 +684,12 @@ impl ServeArgs {
                 expected: "1..=4096",
             });
         }
-        let sort_write_rate_max_mib = self
-            .sort_write_rate_max_mib
-            .unwrap_or(limits::SORT_WRITE_RATE_MAX_MIB_DEFAULT);
-        if sort_write_rate_max_mib > limits::SORT_WRITE_RATE_MAX_MIB_MAX {
+        let sort_traffic_max_mib = self
+            .sort_traffic_max_mib
+            .unwrap_or(limits::SORT_TRAFFIC_MAX_MIB_DEFAULT);
+        if sort_traffic_max_mib > limits::SORT_TRAFFIC_MAX_MIB_MAX {
             return Err(ConfigError::OutOfBounds {
-                option: "--sort-write-rate-max-mib",
+                option: "--sort-traffic-max-mib",
                 expected: "0..=4096",
             });
         }
@@ -735,7 +734,7 @@ impl ServeArgs {
                 .frames_per_turn_max
                 .unwrap_or(limits::FRAMES_PER_TURN_MAX_DEFAULT),
             compaction_rate_bytes_per_s: compaction_rate_mib * 1024 * 1024,
-            sort_write_rate_max_bytes_per_s: sort_write_rate_max_mib * 1024 * 1024,
+            sort_traffic_max_bytes_per_s: sort_traffic_max_mib * 1024 * 1024,
             registration,
         };
         config.validate()?;

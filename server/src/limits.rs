@@ -229,15 +229,15 @@ pub const COMPACTION_RATE_MIB_DEFAULT: u64 = 64;
 pub const SEGMENT_REMOVALS_PER_TICK_MAX: u32 = 1;
 /// Largest `--compaction-rate-mib`.
 pub const COMPACTION_RATE_MIB_MAX: u64 = 4096;
-/// Default `--sort-write-rate-max-mib`: sorting runs while a shard writes less than this. A
+/// Default `--sort-traffic-max-mib`: sorting runs while a shard commits and reads less than this. A
 /// sort doubled the write p99 at 64 and at 128 MiB/s per shard (docs/durability.md, "Sorted
 /// segments"); at 16 the commits it can delay are few and small.
-pub const SORT_WRITE_RATE_MAX_MIB_DEFAULT: u64 = 16;
-/// Ticks (`LOOP_WAIT_MS_MAX` each: 1 s) a shard must write below `--sort-write-rate-max-mib`
+pub const SORT_TRAFFIC_MAX_MIB_DEFAULT: u64 = 16;
+/// Ticks (`LOOP_WAIT_MS_MAX` each: 1 s) a shard's traffic must stay below `--sort-traffic-max-mib`
 /// before a paused sort resumes.
 pub const SORT_QUIET_TICKS: u32 = 10;
-/// Largest `--sort-write-rate-max-mib`: at this rate sorting never pauses.
-pub const SORT_WRITE_RATE_MAX_MIB_MAX: u64 = 4096;
+/// Largest `--sort-traffic-max-mib`: at this rate sorting never pauses.
+pub const SORT_TRAFFIC_MAX_MIB_MAX: u64 = 4096;
 /// Smallest non-zero `--gc-overreplicated-wait-ms`, as for the interval: tests use 1000 ms.
 pub const GC_OVERREPLICATED_WAIT_MS_MIN: u64 = GC_INTERVAL_MS_MIN;
 /// Largest `--gc-overreplicated-wait-ms`: one week.

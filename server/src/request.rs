@@ -95,3 +95,15 @@ pub enum Step {
     /// one in the buffer and retry next turn.
     Stall,
 }
+
+impl Bookie {
+    /// Ends `client`'s batch read (`Client::batch_finish`) and counts it: its bytes, and one
+    /// latency sample and result for the request (`reads` counted it when it started).
+    /// Before, a catch-up consumer reading in batches moved none of the read metrics but
+    /// `ringlog_reads_total`.
+    pub fn batch_end(&mut self, client: &mut Client, code: i32) {
+        let answered = client.batch_finish(code);
+        self.stats
+            .read_answered(answered.received_at, answered.code, answered.body_bytes);
+    }
+}

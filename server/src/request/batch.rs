@@ -87,7 +87,7 @@ pub fn batch_fence(
             Step::Stall
         }
         Err(error) => {
-            client.batch_finish(add_error_code(error));
+            bookie.batch_end(client, add_error_code(error));
             Step::Consumed
         }
     }
@@ -103,7 +103,7 @@ pub fn batch_advance(bookie: &mut Bookie, client: &mut Client, token: Token) {
             .ok()
             .and_then(|n| batch.start_entry.checked_add(n));
         let (Some(entry), true) = (entry, batch.count < batch.count_max) else {
-            client.batch_finish(code::EOK);
+            bookie.batch_end(client, code::EOK);
             return;
         };
         match bookie
@@ -112,7 +112,7 @@ pub fn batch_advance(bookie: &mut Bookie, client: &mut Client, token: Token) {
         {
             Ok(ReadOutcome::Ready { body, .. }) => {
                 if !client.batch_push(body) {
-                    client.batch_finish(code::EOK);
+                    bookie.batch_end(client, code::EOK);
                     return;
                 }
             }
@@ -125,7 +125,7 @@ pub fn batch_advance(bookie: &mut Bookie, client: &mut Client, token: Token) {
                 return;
             }
             Err(error) => {
-                client.batch_finish(read_error_code(error));
+                bookie.batch_end(client, read_error_code(error));
                 return;
             }
         }

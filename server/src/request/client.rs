@@ -242,9 +242,17 @@ impl Client {
     }
 
     /// Ends the running batch: EOK with the entries so far, or `code` with none if no entry
-    /// was read. Frees its pending slot.
-    pub fn batch_finish(&mut self, code: i32) {
+    /// was read. Frees its pending slot. Returns what the stats count (`batch_end`).
+    #[must_use]
+    pub fn batch_finish(&mut self, code: i32) -> BatchAnswered {
         let batch = self.batch.take().expect("a batch is running");
+        let answered = BatchAnswered {
+            received_at: self.pending(batch.slot).received_at,
+            code: if batch.count == 0 { code } else { code::EOK },
+            body_bytes: batch.size
+                - wire::BATCH_READ_RESPONSE_FIXED_SIZE
+                - batch.count * wire::BATCH_READ_RESPONSE_ITEM_PREFIX_SIZE,
+        };
         if batch.count == 0 && code != code::EOK {
             self.respond_batch_error(&batch, code);
         } else {
@@ -254,5 +262,15 @@ impl Client {
         }
         self.batch_out.clear();
         self.pending_remove(batch.slot);
+        answered
     }
+}
+
+/// A finished batch read, for the read stats: one request answered `code` after
+/// `received_at`, with entries of `body_bytes` bytes in all.
+#[derive(Clone, Copy, Debug)]
+pub struct BatchAnswered {
+    pub received_at: std::time::Instant,
+    pub code: i32,
+    pub body_bytes: usize,
 }

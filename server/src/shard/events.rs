@@ -74,7 +74,7 @@ impl Shard {
                 client.pending_remove(token.slot);
             }
             PendingOp::FenceBatch if durable => batch_advance(bookie, client, token),
-            PendingOp::FenceBatch => client.batch_finish(code::EIO),
+            PendingOp::FenceBatch => bookie.batch_end(client, code::EIO),
             op => unreachable!("durable event for a pending {op:?}"),
         }
     }
@@ -207,12 +207,12 @@ impl Shard {
                     if client.batch_push(body) {
                         Some(PendingOp::Batch)
                     } else {
-                        client.batch_finish(code::EOK);
+                        bookie.batch_end(client, code::EOK);
                         None
                     }
                 }
                 (PendingOp::Batch, Err(error)) => {
-                    client.batch_finish(read_error_code(error));
+                    bookie.batch_end(client, read_error_code(error));
                     None
                 }
                 (op, _) => unreachable!("read completion for a pending {op:?}"),

@@ -279,9 +279,9 @@ struct Shard {
     lifecycle: Lifecycle,
     polling: Polling,
     tick_last: Instant,
-    /// The journal's commit bytes at the last tick: the write rate that pauses sorting.
-    commit_bytes_at_tick: u64,
-    /// Ticks in a row this shard wrote below the sorting limit.
+    /// Commit plus read bytes at the last tick: the traffic that pauses sorting.
+    traffic_bytes_at_tick: u64,
+    /// Ticks in a row this shard's traffic stayed below the sorting limit.
     sort_quiet_ticks: u32,
     /// The commit the stall watchdog last reported, until it completes.
     stall_reported: Option<engine::CommitInFlight>,

@@ -219,7 +219,7 @@ impl Shard {
                 run_delay: RunDelay::for_current_thread(),
             },
             tick_last: Instant::now(),
-            commit_bytes_at_tick: 0,
+            traffic_bytes_at_tick: 0,
             sort_quiet_ticks: 0,
             stall_reported: None,
             parked_check: false,

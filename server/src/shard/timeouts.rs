@@ -8,15 +8,16 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 impl Shard {
-    /// Pauses sorting sealed segments as soon as this shard wrote faster than
-    /// `sort_write_rate_max_bytes_per_s` since the last tick, and resumes it only after
+    /// Pauses sorting sealed segments as soon as this shard's commits and reads moved more
+    /// than `sort_traffic_max_bytes_per_s` since the last tick, and resumes it only after
     /// `SORT_QUIET_TICKS` ticks in a row below it: one slow tick under a steady load (a
-    /// stall, a descheduled client) must not start a sort beside it.
+    /// stall, a descheduled client) must not start a sort beside it. Reads count too: a
+    /// sort beside a catch-up read takes the disk and the core from the reader.
     fn sorting_pace(&mut self, elapsed: Duration) {
-        let written = self.bookie.journal.stats().bytes_written;
-        let bytes = written.saturating_sub(self.commit_bytes_at_tick);
-        self.commit_bytes_at_tick = written;
-        let limit = u128::from(self.config.sort_write_rate_max_bytes_per_s);
+        let traffic = self.bookie.journal.stats().bytes_written + self.bookie.stats.read_bytes;
+        let bytes = traffic.saturating_sub(self.traffic_bytes_at_tick);
+        self.traffic_bytes_at_tick = traffic;
+        let limit = u128::from(self.config.sort_traffic_max_bytes_per_s);
         let allowed = limit * elapsed.as_micros() / 1_000_000;
         if u128::from(bytes) > allowed {
             self.sort_quiet_ticks = 0;

@@ -170,16 +170,16 @@ fn defaults_and_bounds() {
     .unwrap();
     assert!(!unsorted.journal.sort_sealed);
     // Sorting pauses above a write rate: 16 MiB/s by default, 0 and 4096 allowed, no more.
-    assert_eq!(defaults.sort_write_rate_max_bytes_per_s, 16 << 20);
+    assert_eq!(defaults.sort_traffic_max_bytes_per_s, 16 << 20);
     for (mib, valid) in [(0, true), (16, true), (4096, true), (4097, false)] {
         let resolved = bad(ServeArgs {
-            sort_write_rate_max_mib: Some(mib),
+            sort_traffic_max_mib: Some(mib),
             ..ServeArgs::default()
         })
         .resolve(&[0]);
-        assert_eq!(resolved.is_ok(), valid, "--sort-write-rate-max-mib {mib}");
+        assert_eq!(resolved.is_ok(), valid, "--sort-traffic-max-mib {mib}");
         if let Ok(config) = resolved {
-            assert_eq!(config.sort_write_rate_max_bytes_per_s, mib << 20);
+            assert_eq!(config.sort_traffic_max_bytes_per_s, mib << 20);
         }
     }
     let off = bad(ServeArgs {

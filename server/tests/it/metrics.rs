@@ -27,8 +27,12 @@ fn metrics_count_what_the_client_did() {
             add_bytes += body(ledger, entry).len();
         }
     }
-    let (status, _, _) = client.read(0, LEDGERS[0], 3, None);
+    let (status, _, read_body) = client.read(0, LEDGERS[0], 3, None);
     assert_eq!(status, code::EOK);
+    // A batch read is one read (one request) with the bytes of all its entries.
+    let (status, batch) = client.batch_read(LEDGERS[1], 10, 5, 1 << 20);
+    assert_eq!((status, batch.len()), (code::EOK, 5));
+    let read_bytes = read_body.len() + batch.iter().map(Vec::len).sum::<usize>();
     let (status, _, _) = client.read(0, LEDGERS[0], ENTRIES + 10, None);
     assert_eq!(status, code::ENOENTRY);
     let adds = f64::from(u32::try_from(ENTRIES).unwrap() * 2);
@@ -40,7 +44,7 @@ fn metrics_count_what_the_client_did() {
         // Reads counts the answered ones (the summary's `reads`); errors count apart.
         let errors = "ringlog_request_errors_total{operation=\"read\",code=\"ENOENTRY\"}";
         let settled = metric(&scrape, "ringlog_adds_total") == Some(adds)
-            && metric(&scrape, "ringlog_reads_total") == Some(1.0)
+            && metric(&scrape, "ringlog_reads_total") == Some(2.0)
             && metric(&scrape, errors) == Some(1.0);
         if settled {
             break scrape;
@@ -69,8 +73,9 @@ fn metrics_count_what_the_client_did() {
     );
     assert_eq!(
         value("bookkeeper_server_READ_ENTRY_REQUEST_count{success=\"true\"}"),
-        1.0
+        2.0
     );
+    assert_eq!(value("ringlog_read_bytes_total"), read_bytes as f64);
     assert_eq!(value("ringlog_connections"), 1.0);
     assert_eq!(value("bookie_SERVER_STATUS"), 1.0);
     assert_eq!(value("ringlog_ledgers"), 2.0);
