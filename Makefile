@@ -30,7 +30,7 @@ COMPARE_PAIRS ?= 3
 COMPARE_SECONDS ?= 20
 # The catch-up read workload of `make compare` (issue 15); QUICK=true makes it small.
 CATCHUP_GB ?= $(if $(filter true,$(QUICK)),0.25,4)
-CATCHUP_SETTLE_S ?= $(if $(filter true,$(QUICK)),5,90)
+CATCHUP_SETTLE_S ?= $(if $(filter true,$(QUICK)),5,180)
 RESULTS_DIR ?= $(CURDIR)/results
 
 ## Show this help.

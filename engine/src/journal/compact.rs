@@ -146,8 +146,10 @@ pub(super) struct Compaction {
     window: BufferId,
 }
 
-/// The credit compaction may accumulate while idle: a short burst, not a backlog.
-const CREDIT_BURST_BYTES: u64 = 4 * COMPACTION_BUFFER_SIZE as u64;
+/// The credit compaction may accumulate while idle: a short burst, not a backlog (a few of
+/// its 1 MiB reads and writes, not a whole copy buffer).
+const CREDIT_BURST_BYTES: u64 = 32 * 1024 * 1024;
+const _: () = assert!(CREDIT_BURST_BYTES >= 4 * COMPACTION_IO_SIZE_MAX as u64);
 
 impl Compaction {
     pub(super) fn new(buffer: BufferId, window: BufferId) -> Compaction {
@@ -872,7 +874,7 @@ fn order_by_source(job: &mut Job) {
 /// Fills the next batch: the records that come next in S and fit the copy buffer after what
 /// it holds. They are placed in (ledger, entry) order within the batch, so S is read once, in
 /// order, and each ledger's entries of a batch end up contiguous in the copy (a batch of a
-/// segment written by 50 ledgers holds about 160 KiB of each). Returns the batch sorted by
+/// segment written by 50 ledgers holds about 1.3 MB of each). Returns the batch sorted by
 /// where its records are in S.
 fn batch_plan(job: &mut Job) -> Phase {
     job.batch.clear();
