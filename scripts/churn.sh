@@ -24,7 +24,7 @@
 # Env: CHURN_ENFORCE (0), CHURN_BASELINE_SECONDS (SECONDS / 2, at most 120), CHURN_RATE (294000),
 #   CHURN_LEDGERS (50), CHURN_LEDGER_ENTRIES (50000), CHURN_KEEP_LEDGERS (2 x ledgers),
 #   CHURN_ENTRY_SIZE (1024), CHURN_GC_INTERVAL_MS (5000), CHURN_SEGMENT_SIZE (67108864),
-#   CHURN_RECYCLE_MAX (the server's --segment-recycle-max, 16),
+#   CHURN_RECYCLE_MAX (the server's --segment-recycle-max; unset: its default, 4 GiB of segments),
 #   CHURN_SERVER_ARGS (extra `ringlog serve` flags), CHURN_WA_MAX (none), CHURN_DIR (parent
 #   of the run dir; BENCH_DIR), CHURN_KEEP=1 (keep the run dir), CHURN_JSON
 #   (BENCH_DIR/churn.json).
@@ -38,7 +38,7 @@ rate=${CHURN_RATE:-294000} ledgers=${CHURN_LEDGERS:-50}
 ledger_entries=${CHURN_LEDGER_ENTRIES:-50000} keep_ledgers=${CHURN_KEEP_LEDGERS:-$((2 * ledgers))}
 entry_size=${CHURN_ENTRY_SIZE:-1024} gc_interval_ms=${CHURN_GC_INTERVAL_MS:-5000}
 segment_size=${CHURN_SEGMENT_SIZE:-67108864} wa_max=${CHURN_WA_MAX:-}
-recycle_max=${CHURN_RECYCLE_MAX:-16}
+recycle_max=${CHURN_RECYCLE_MAX:-}
 json_out=${CHURN_JSON:-$bench_dir/churn.json}
 read -ra server_args <<<"${CHURN_SERVER_ARGS:-}"
 shards=2
@@ -51,7 +51,10 @@ for value in "$seconds" "$baseline_seconds" "$ledgers" "$ledger_entries" "$keep_
   "$entry_size" "$gc_interval_ms" "$segment_size"; do
   [[ $value =~ ^[1-9][0-9]*$ ]] || die "SECONDS and the CHURN_* sizes must be positive integers, not '$value'"
 done
-[[ $recycle_max =~ ^[0-9]+$ ]] || die "CHURN_RECYCLE_MAX must be a count, not '$recycle_max'"
+if [[ -n $recycle_max ]]; then
+  [[ $recycle_max =~ ^[0-9]+$ ]] || die "CHURN_RECYCLE_MAX must be a count, not '$recycle_max'"
+  server_args+=(--segment-recycle-max "$recycle_max")
+fi
 ((baseline_seconds >= 2)) || die "CHURN_BASELINE_SECONDS must be at least 2 (two halves)"
 for binary in ringlog ringlog-bench; do
   [[ -x $release/$binary ]] || die "$release/$binary missing: cargo build --release --workspace"
@@ -129,7 +132,7 @@ measure() {
   shift 2
   "$release/ringlog" serve --data-dir "$data" --shards "$shards" --listen 127.0.0.1:0 --http-listen 127.0.0.1:0 \
     --zk "127.0.0.1:$zk_port" --zk-root "/churn-$label" --gc-interval-ms "$gc_interval_ms" \
-    --segment-size "$segment_size" --segment-recycle-max "$recycle_max" "${server_args[@]}" \
+    --segment-size "$segment_size" "${server_args[@]}" \
     >"$log" 2>&1 &
   server_pid=$!
   for _ in $(seq 1 600); do
@@ -195,6 +198,14 @@ for label in labels:
     runs[label]["engine"]["metadata_us_max"] = max(
         [int(v) for v in re.findall(r" metadata_us_max=(\d+)", text)] or [0])
     runs[label]["server_exit_status"] = int(open(f"{run}/{label}.status").read())
+    # Each second's line (adds/s, p99, max): the run's tail comes from a few seconds, and
+    # only these say which ones (the warm-up second is left out, as in the totals).
+    per_second = []
+    for line in open(f"{run}/{label}.out"):
+        found = re.match(r"\s*(\d+) adds/s, p99 ([\d.]+) ms, max ([\d.]+) ms", line)
+        if found and "(warm-up)" not in line:
+            per_second.append([int(found[1]), float(found[2]), float(found[3])])
+    runs[label]["per_second"] = per_second
 mb = lambda b: b / 1e6
 print("== churn report (targets %s)" % ("enforced" if enforce == "1" else "reported, not enforced"))
 print("   %-11s %10s %9s %9s %9s %9s %10s %10s %6s %6s" % (
@@ -228,6 +239,14 @@ for label in labels:
     print("   %-11s blocking file-system calls on the shards: %d, longest %.1f ms; commits "
           "stalled %d, adds refused for staging room %d" % (label, e["metadata_calls"],
           e["metadata_us_max"] / 1e3, e["commits_stalled"], e["staging_full"]))
+stall_ms = 50
+for label in labels:
+    per_second = runs[label]["per_second"]
+    worst = sorted(range(len(per_second)), key=lambda i: -per_second[i][2])[:3]
+    print("   %-11s seconds with an add slower than %d ms: %d of %d; slowest at %s" % (
+        label, stall_ms, sum(1 for s in per_second if s[2] > stall_ms), len(per_second),
+        ", ".join("%d s (max %.0f ms, %d adds/s)" % (i + 1, per_second[i][2], per_second[i][0])
+                  for i in worst)))
 checks, failed = [], 0
 def check(kind, passed, text, enforced=None):
     global failed

@@ -5,7 +5,7 @@ use crate::constants::{
     COMPACTION_THRESHOLD_MINOR_PER_MILLE_DEFAULT, DISK_RESERVE_DEFAULT, DISK_RESERVE_MAX,
     INDEX_CACHE_PAGES_DEFAULT, INDEX_CACHE_PAGES_MAX, READS_IN_FLIGHT_MAX,
     READ_AHEAD_WINDOWS_DEFAULT, READ_AHEAD_WINDOWS_MAX, READ_CACHE_BUFFERS_DEFAULT,
-    READ_CACHE_BUFFERS_MAX, SECTOR_SIZE, SEGMENT_RECYCLE_DEFAULT, SEGMENT_RECYCLE_MAX,
+    READ_CACHE_BUFFERS_MAX, SECTOR_SIZE, SEGMENT_RECYCLE_BYTES_DEFAULT, SEGMENT_RECYCLE_MAX,
     SEGMENT_SIZE_DEFAULT, SEGMENT_SIZE_MAX, SEGMENT_SIZE_MIN,
 };
 
@@ -64,8 +64,9 @@ pub struct Config {
     /// Sealed segments left with nothing live (every ledger in them deleted) that are kept,
     /// up to this many, to become the next segments instead of being unlinked while new ones
     /// are allocated (`journal/dead.rs`); kept ones are removed too once none was reused for
-    /// `SEGMENT_RECYCLE_IDLE_PACES` removal paces. Default: 16 (`SEGMENT_RECYCLE_DEFAULT`).
-    /// Bounds: 0 ..= 64; 0 unlinks every dead segment and allocates every new one.
+    /// `SEGMENT_RECYCLE_IDLE_PACES` removal paces, or `SEGMENT_RECYCLE_WRITE_IDLE_PACES` with
+    /// nothing committed. Default: 4 GiB of segments (`segment_recycle_default`), 16 of the
+    /// default size. Bounds: 0 ..= 64; 0 unlinks every dead segment and allocates every new one.
     pub segment_recycle_max: usize,
     /// Read-ahead windows (`READ_AHEAD_WINDOW_SIZE`, 1 MiB, each) kept per journal for
     /// sequential readers: a read that follows the previous one of its ledger reads a whole
@@ -86,6 +87,16 @@ pub struct Config {
 /// the written-block commit latency without either cost.
 pub const SEGMENT_ZERO_FILL_DEFAULT: bool = false;
 
+/// The default `Config::segment_recycle_max` for segments of `segment_size` bytes:
+/// `SEGMENT_RECYCLE_BYTES_DEFAULT` of them, at least one, at most `SEGMENT_RECYCLE_MAX`.
+#[must_use]
+pub fn segment_recycle_default(segment_size: u64) -> usize {
+    let count = SEGMENT_RECYCLE_BYTES_DEFAULT / segment_size.max(1);
+    usize::try_from(count).map_or(SEGMENT_RECYCLE_MAX, |count| {
+        count.clamp(1, SEGMENT_RECYCLE_MAX)
+    })
+}
+
 impl Default for Config {
     fn default() -> Config {
         Config {
@@ -100,7 +111,7 @@ impl Default for Config {
             compaction_threshold_minor_per_mille: COMPACTION_THRESHOLD_MINOR_PER_MILLE_DEFAULT,
             compaction_threshold_major_per_mille: COMPACTION_THRESHOLD_MAJOR_PER_MILLE_DEFAULT,
             disk_reserve: DISK_RESERVE_DEFAULT,
-            segment_recycle_max: SEGMENT_RECYCLE_DEFAULT,
+            segment_recycle_max: segment_recycle_default(SEGMENT_SIZE_DEFAULT),
             read_ahead_windows: READ_AHEAD_WINDOWS_DEFAULT,
             sort_sealed: true,
         }

@@ -139,20 +139,28 @@ pub const DISK_RESERVE_DEFAULT: u64 = 128 * 1024 * 1024;
 /// Largest configurable reserve: 1 TiB.
 pub const DISK_RESERVE_MAX: u64 = 1024 * 1024 * 1024 * 1024;
 
-/// Default number of dead segments' files a journal keeps to reuse as its next segments
-/// (`Config::segment_recycle_max`). Under churn a collector round frees many segments at
-/// once while the write head needs a new one every few seconds: reusing them saves the unlink
-/// (ext4 frees the extents in its journal, which commits' fdatasyncs wait behind), the
-/// fallocate, and zero-ahead's write of every block (docs/churn.md). 16 covers a collector
-/// round every 5 s at 165 MB/s a shard with 64 MiB segments; kept segments nobody reuses are
-/// removed after `SEGMENT_RECYCLE_IDLE_PACES` (a bookie that stopped writing gives the space
-/// back).
-pub const SEGMENT_RECYCLE_DEFAULT: usize = 16;
-/// Largest configurable `segment_recycle_max`.
+/// Bytes of dead segments' files a journal keeps by default to reuse as its next segments
+/// (`Config::segment_recycle_max` is this over the segment size, `segment_recycle_default`).
+/// Under churn a collector round frees a whole generation of ledgers at once while the write
+/// head needs a new segment every few seconds: reusing them saves the unlink (ext4 frees the
+/// extents in its journal, and with `discard` sends them to the device, which commits'
+/// fdatasyncs wait behind), the fallocate, and zero-ahead's write of every block
+/// (docs/churn.md). A Pulsar-like churn at 150 MB/s a shard frees about 1.3 GB a shard per
+/// generation; a budget of 16 segments of 64 MiB (1 GiB) let a quarter of them be unlinked
+/// each round, and each round's unlinks raised that second's add p99 2-3x. A budget in bytes,
+/// not a count, because what a round frees is bytes: 16 default (256 MiB) segments, 64 of
+/// 64 MiB. Kept segments nobody reuses are removed after `SEGMENT_RECYCLE_IDLE_PACES`, or
+/// `SEGMENT_RECYCLE_WRITE_IDLE_PACES` once nothing is written.
+pub const SEGMENT_RECYCLE_BYTES_DEFAULT: u64 = 4 * 1024 * 1024 * 1024;
+/// Largest configurable `segment_recycle_max` (and the default's bound for small segments).
 pub const SEGMENT_RECYCLE_MAX: usize = 64;
 /// Removal paces (`Journal::removal_pace`, the server's 100 ms tick) without a reuse after
 /// which the dead segments kept for reuse are removed like the others: 10 s.
 pub const SEGMENT_RECYCLE_IDLE_PACES: u32 = 100;
+/// Removal paces without a byte committed after which the dead segments kept for reuse are
+/// removed like the others: 1 s. A bookie whose writes stopped (a deletion after the last
+/// add, a quiet tenant) gets its space back at once, not after the reuse idle time.
+pub const SEGMENT_RECYCLE_WRITE_IDLE_PACES: u32 = 10;
 
 /// Zero-fill of a new segment goes in chunks of this size, one in flight, so preparation never
 /// monopolises the disk queue while commits are running.
@@ -191,7 +199,7 @@ const _: () = assert!(SEAL_CHUNK_SIZE % SECTOR_SIZE == 0);
 const _: () = assert!(SEAL_CHUNK_SIZE <= RECOVERY_CHUNK_SIZE);
 const _: () = assert!(INDEX_CACHE_PAGES_DEFAULT <= INDEX_CACHE_PAGES_MAX);
 const _: () = assert!(DISK_RESERVE_DEFAULT <= DISK_RESERVE_MAX);
-const _: () = assert!(SEGMENT_RECYCLE_DEFAULT <= SEGMENT_RECYCLE_MAX);
+const _: () = assert!(SEGMENT_RECYCLE_WRITE_IDLE_PACES < SEGMENT_RECYCLE_IDLE_PACES);
 const _: () = assert!(RECOVERY_CHUNK_SIZE % SECTOR_SIZE == 0);
 const _: () = assert!(READ_BUFFER_SIZE % SECTOR_SIZE == 0);
 const _: () = assert!(READ_AHEAD_WINDOW_SIZE % SECTOR_SIZE == 0);

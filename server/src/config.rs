@@ -236,7 +236,9 @@ pub struct ServeArgs {
     /// extents the commits' syncs wait behind), no fallocate, and no zero-ahead writes (its
     /// blocks are written already). They are disk space not given back, at most this many
     /// segments per shard, and only while the shard keeps reusing them: after 10 s without a
-    /// reuse they are removed too. 0 unlinks every dead segment. 0 to 64. Default: 16.
+    /// reuse, or 1 s after the last write, they are removed too. 0 unlinks every dead
+    /// segment. 0 to 64. Default: 4 GiB of segments (16 of the default 256 MiB, 64 of
+    /// 64 MiB), about what a shard under Pulsar-like churn frees in one collector round.
     #[arg(long, value_name = "COUNT")]
     pub segment_recycle_max: Option<usize>,
     /// MiB of read-ahead memory for the whole server, shared evenly by the shards (each gets
@@ -639,10 +641,11 @@ impl ServeArgs {
         let log = log_parse(self.log.clone().or_else(|| std::env::var("RUST_LOG").ok()))?;
         let cores = self.cores.as_deref().map(cores_parse).transpose()?;
         let shard_cores = shard_cores(self.shards, cores, cores_available)?;
+        let segment_size = self
+            .segment_size
+            .unwrap_or(engine::Config::default().segment_size);
         let journal = engine::Config {
-            segment_size: self
-                .segment_size
-                .unwrap_or(engine::Config::default().segment_size),
+            segment_size,
             commits_in_flight_max: self
                 .commits_in_flight
                 .unwrap_or(engine::Config::default().commits_in_flight_max),
@@ -668,7 +671,7 @@ impl ServeArgs {
                 engine::Config::default().compaction_threshold_major_per_mille,
             )?,
             disk_reserve: disk_reserve(self.disk_reserve_mib)?,
-            segment_recycle_max: segment_recycle_max(self.segment_recycle_max)?,
+            segment_recycle_max: segment_recycle_max(self.segment_recycle_max, segment_size)?,
             read_ahead_windows: read_ahead_windows(self.read_ahead_mib, shard_cores.len())?,
             sort_sealed: self
                 .sort_sealed_segments
@@ -1139,9 +1142,10 @@ fn disk_reserve(mib: Option<u64>) -> Result<u64, ConfigError> {
     Ok(mib << 20)
 }
 
-/// Dead segments a journal keeps for reuse, from `--segment-recycle-max`.
-fn segment_recycle_max(count: Option<usize>) -> Result<usize, ConfigError> {
-    let count = count.unwrap_or(engine::constants::SEGMENT_RECYCLE_DEFAULT);
+/// Dead segments a journal keeps for reuse, from `--segment-recycle-max`; by default 4 GiB of
+/// segments of `segment_size` (`engine::config::segment_recycle_default`).
+fn segment_recycle_max(count: Option<usize>, segment_size: u64) -> Result<usize, ConfigError> {
+    let count = count.unwrap_or(engine::config::segment_recycle_default(segment_size));
     if count > engine::constants::SEGMENT_RECYCLE_MAX {
         return Err(ConfigError::OutOfBounds {
             option: "--segment-recycle-max",

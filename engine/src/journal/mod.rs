@@ -667,7 +667,7 @@ impl<D: Disk> Journal<D> {
     /// Allows `count` removals of dead segments until the next call (the server's clock
     /// paces them; without a call they are not paced).
     pub fn removal_pace(&mut self, count: u32) {
-        self.seal.removal_pace(count);
+        self.seal.removal_pace(count, self.stats.bytes_written);
     }
 
     /// Segments taken out of compaction because a record or index page failed its check.

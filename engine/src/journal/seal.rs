@@ -23,7 +23,9 @@
 
 use super::{Journal, TOKEN_SEAL};
 use crate::checkpoint::Resume;
-use crate::constants::{SEAL_CHUNK_SIZE, SEGMENT_RECYCLE_IDLE_PACES};
+use crate::constants::{
+    SEAL_CHUNK_SIZE, SEGMENT_RECYCLE_IDLE_PACES, SEGMENT_RECYCLE_WRITE_IDLE_PACES,
+};
 use crate::disk::{BufferId, Disk, DiskOp, FileOp, WriteSync};
 use crate::ids::{FileId, Sequence};
 use crate::index::SealedSegment;
@@ -89,6 +91,9 @@ pub(super) struct Seal {
     /// `removal_pace` calls since a dead segment was last reused or deletions last became
     /// durable (`journal/dead.rs`).
     paces_since_reuse: u32,
+    /// `removal_pace` calls since the commits' byte count last moved, and that count then.
+    paces_since_write: u32,
+    bytes_written_at_pace: u64,
     /// `SEAL_CHUNK_SIZE` bytes for the chunk in flight.
     buffer: BufferId,
 }
@@ -109,6 +114,8 @@ impl Seal {
             removal_check: true,
             removals_allowed: None,
             paces_since_reuse: 0,
+            paces_since_write: 0,
+            bytes_written_at_pace: 0,
             buffer,
         }
     }
@@ -130,11 +137,19 @@ impl Seal {
     /// Allows `count` removals until the next call. Removing a large file makes the file
     /// system free its extents in its journal, which the commits' next syncs wait behind: a
     /// burst of removals after a collection round showed as commit stalls, so the server
-    /// paces them on its clock.
-    pub(super) fn removal_pace(&mut self, count: u32) {
+    /// paces them on its clock. `bytes_written` is the commits' byte count so far.
+    pub(super) fn removal_pace(&mut self, count: u32, bytes_written: u64) {
         self.removals_allowed = Some(count);
         self.paces_since_reuse = self.paces_since_reuse.saturating_add(1);
-        if self.paces_since_reuse == SEGMENT_RECYCLE_IDLE_PACES + 1 {
+        if bytes_written == self.bytes_written_at_pace {
+            self.paces_since_write = self.paces_since_write.saturating_add(1);
+        } else {
+            self.paces_since_write = 0;
+            self.bytes_written_at_pace = bytes_written;
+        }
+        if self.paces_since_reuse == SEGMENT_RECYCLE_IDLE_PACES + 1
+            || self.paces_since_write == SEGMENT_RECYCLE_WRITE_IDLE_PACES + 1
+        {
             // The segments kept for reuse are now to be removed: look for them.
             self.removal_check = true;
         }
@@ -146,10 +161,12 @@ impl Seal {
     }
 
     /// True once no dead segment was reused, and no deletion became durable, for
-    /// `SEGMENT_RECYCLE_IDLE_PACES` paces: the segments kept for reuse are removed like the
-    /// others.
+    /// `SEGMENT_RECYCLE_IDLE_PACES` paces, or nothing was committed for
+    /// `SEGMENT_RECYCLE_WRITE_IDLE_PACES`: the segments kept for reuse are removed like the
+    /// others (no write head will take them soon).
     pub(super) fn reuse_idle(&self) -> bool {
         self.paces_since_reuse > SEGMENT_RECYCLE_IDLE_PACES
+            || self.paces_since_write > SEGMENT_RECYCLE_WRITE_IDLE_PACES
     }
 
     /// Sealed segments may have become dead (a compacted copy replaced one).

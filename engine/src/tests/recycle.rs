@@ -2,7 +2,9 @@
 //! their stale records never come back, and recovery and index rebuilds end a recycled
 //! segment's data where its earlier life's records begin.
 
-use super::harness::{config_small, drive, fill_each, read_entry, segments, verify_all, Model};
+use super::harness::{
+    add_all, config_small, drive, fill_each, read_entry, segments, verify_all, Model,
+};
 use crate::disk::Disk;
 use crate::error::{OpenError, ReadError};
 use crate::ids::{FileId, LedgerId, SegmentId};
@@ -168,7 +170,7 @@ fn a_bad_record_inside_a_recycled_segment_still_refuses_the_rebuild() {
 
 #[test]
 fn kept_segments_are_removed_once_none_was_reused_for_a_while() {
-    use crate::constants::SEGMENT_RECYCLE_IDLE_PACES;
+    use crate::constants::{SEGMENT_RECYCLE_IDLE_PACES, SEGMENT_RECYCLE_WRITE_IDLE_PACES};
     let mut journal = Journal::open(SimDisk::new(36), config(16)).unwrap();
     let mut model = Model::default();
     fill_each(&mut journal, &mut model, &[1, 2], 3000);
@@ -177,9 +179,16 @@ fn kept_segments_are_removed_once_none_was_reused_for_a_while() {
     journal.delete_ledger(LedgerId(1));
     model.delete(1);
     drive(&mut journal);
-    // The server's clock: one removal allowed per tick. Within the idle time the dead
-    // segments are all kept (fewer than 16), then removed one a tick.
-    for _ in 0..SEGMENT_RECYCLE_IDLE_PACES {
+    // The server's clock: one removal allowed per tick. A trickle of adds (one commit every
+    // write-idle time, far from filling the active segment) keeps the journal writing, so
+    // within the reuse idle time the dead segments are all kept (fewer than 16), then
+    // removed one a tick.
+    let mut entry = 3000;
+    for pace in 0..SEGMENT_RECYCLE_IDLE_PACES {
+        if pace % SEGMENT_RECYCLE_WRITE_IDLE_PACES == 0 {
+            add_all(&mut journal, &mut model, [(2, entry)], 100);
+            entry += 1;
+        }
         journal.removal_pace(1);
         drive(&mut journal);
     }
@@ -195,6 +204,38 @@ fn kept_segments_are_removed_once_none_was_reused_for_a_while() {
         segments(journal.disk_mut()).len() as u64,
         before as u64 - removed
     );
-    assert_eq!(journal.stats().segments_recycled, 0);
+    // The trickle's first commit has the spare segment prepared ahead, from a kept one.
+    assert_eq!(journal.stats().segments_recycled, 1);
+    verify_all(&mut journal, &model);
+}
+
+#[test]
+fn kept_segments_are_removed_soon_after_the_writes_stop() {
+    use crate::constants::SEGMENT_RECYCLE_WRITE_IDLE_PACES;
+    let mut journal = Journal::open(SimDisk::new(37), config(16)).unwrap();
+    let mut model = Model::default();
+    fill_each(&mut journal, &mut model, &[1, 2], 3000);
+    let before = segments(journal.disk_mut()).len();
+    journal.removal_pace(1);
+    journal.delete_ledger(LedgerId(1));
+    model.delete(1);
+    drive(&mut journal);
+    // Nothing is written after the deletion: the kept segments are kept for the write-idle
+    // time only (the reuse idle time is ten times longer), then removed one a tick.
+    for _ in 0..SEGMENT_RECYCLE_WRITE_IDLE_PACES {
+        journal.removal_pace(1);
+        drive(&mut journal);
+    }
+    assert_eq!(journal.stats().segments_removed, 0);
+    for _ in 0..20 {
+        journal.removal_pace(1);
+        drive(&mut journal);
+    }
+    let removed = journal.stats().segments_removed;
+    assert!(removed >= 2, "{:?}", journal.stats());
+    assert_eq!(
+        segments(journal.disk_mut()).len() as u64,
+        before as u64 - removed
+    );
     verify_all(&mut journal, &model);
 }

@@ -161,6 +161,33 @@ fn defaults_and_bounds() {
         defaults.journal.read_ahead_windows, 512,
         "one shard has it all"
     );
+    // Dead segments kept for reuse: 4 GiB of them by default, whatever the segment size,
+    // 1..=64; an explicit count wins, up to 64.
+    assert_eq!(defaults.journal.segment_recycle_max, 16, "256 MiB segments");
+    for (segment_mib, count, expected) in [
+        (64, None, Some(64)),
+        (1024, None, Some(4)),
+        (2048, None, Some(2)),
+        (4, None, Some(64)),
+        (64, Some(0), Some(0)),
+        (64, Some(8), Some(8)),
+        (64, Some(64), Some(64)),
+        (64, Some(65), None),
+    ] {
+        let resolved = bad(ServeArgs {
+            segment_size: Some(segment_mib << 20),
+            segment_recycle_max: count,
+            ..ServeArgs::default()
+        })
+        .resolve(&[0]);
+        let got = resolved
+            .map(|config| config.journal.segment_recycle_max)
+            .ok();
+        assert_eq!(
+            got, expected,
+            "{segment_mib} MiB segments, --segment-recycle-max {count:?}"
+        );
+    }
     assert!(defaults.journal.sort_sealed, "sorting is on by default");
     let unsorted = bad(ServeArgs {
         sort_sealed_segments: Some(false),
