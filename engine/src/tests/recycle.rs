@@ -168,10 +168,11 @@ fn a_bad_record_inside_a_recycled_segment_still_refuses_the_rebuild() {
     }
 }
 
-#[test]
-fn kept_segments_are_removed_once_none_was_reused_for_a_while() {
-    use crate::constants::{SEGMENT_RECYCLE_IDLE_PACES, SEGMENT_RECYCLE_WRITE_IDLE_PACES};
-    let mut journal = Journal::open(SimDisk::new(36), config(16)).unwrap();
+/// Ledgers 1 and 2 fill segments and ledger 1 is deleted, under the server's clock (one
+/// removal allowed per `removal_pace`): its segments are dead, fewer than 16, all kept.
+/// Returns the journal, its model and the segment count before the deletion.
+fn journal_with_kept_segments(seed: u64) -> (Journal<SimDisk>, Model, usize) {
+    let mut journal = Journal::open(SimDisk::new(seed), config(16)).unwrap();
     let mut model = Model::default();
     fill_each(&mut journal, &mut model, &[1, 2], 3000);
     let before = segments(journal.disk_mut()).len();
@@ -179,10 +180,32 @@ fn kept_segments_are_removed_once_none_was_reused_for_a_while() {
     journal.delete_ledger(LedgerId(1));
     model.delete(1);
     drive(&mut journal);
-    // The server's clock: one removal allowed per tick. A trickle of adds (one commit every
-    // write-idle time, far from filling the active segment) keeps the journal writing, so
-    // within the reuse idle time the dead segments are all kept (fewer than 16), then
-    // removed one a tick.
+    (journal, model, before)
+}
+
+/// Paces 20 more ticks and checks that at least 2 kept segments were removed by then, one a
+/// tick, and nothing else changed.
+fn assert_kept_segments_removed(journal: &mut Journal<SimDisk>, model: &Model, before: usize) {
+    for _ in 0..20 {
+        journal.removal_pace(1);
+        drive(journal);
+    }
+    let removed = journal.stats().segments_removed;
+    assert!(removed >= 2, "{:?}", journal.stats());
+    assert_eq!(
+        segments(journal.disk_mut()).len() as u64,
+        before as u64 - removed
+    );
+    verify_all(journal, model);
+}
+
+#[test]
+fn kept_segments_are_removed_once_none_was_reused_for_a_while() {
+    use crate::constants::{SEGMENT_RECYCLE_IDLE_PACES, SEGMENT_RECYCLE_WRITE_IDLE_PACES};
+    let (mut journal, mut model, before) = journal_with_kept_segments(36);
+    // A trickle of adds (one commit every write-idle time, far from filling the active
+    // segment) keeps the journal writing, so within the reuse idle time the dead segments are
+    // all kept, then removed one a tick.
     let mut entry = 3000;
     for pace in 0..SEGMENT_RECYCLE_IDLE_PACES {
         if pace % SEGMENT_RECYCLE_WRITE_IDLE_PACES == 0 {
@@ -194,32 +217,15 @@ fn kept_segments_are_removed_once_none_was_reused_for_a_while() {
     }
     assert_eq!(journal.stats().segments_removed, 0);
     assert_eq!(segments(journal.disk_mut()).len(), before);
-    for _ in 0..20 {
-        journal.removal_pace(1);
-        drive(&mut journal);
-    }
-    let removed = journal.stats().segments_removed;
-    assert!(removed >= 2, "{:?}", journal.stats());
-    assert_eq!(
-        segments(journal.disk_mut()).len() as u64,
-        before as u64 - removed
-    );
+    assert_kept_segments_removed(&mut journal, &model, before);
     // The trickle's first commit has the spare segment prepared ahead, from a kept one.
     assert_eq!(journal.stats().segments_recycled, 1);
-    verify_all(&mut journal, &model);
 }
 
 #[test]
 fn kept_segments_are_removed_soon_after_the_writes_stop() {
     use crate::constants::SEGMENT_RECYCLE_WRITE_IDLE_PACES;
-    let mut journal = Journal::open(SimDisk::new(37), config(16)).unwrap();
-    let mut model = Model::default();
-    fill_each(&mut journal, &mut model, &[1, 2], 3000);
-    let before = segments(journal.disk_mut()).len();
-    journal.removal_pace(1);
-    journal.delete_ledger(LedgerId(1));
-    model.delete(1);
-    drive(&mut journal);
+    let (mut journal, model, before) = journal_with_kept_segments(37);
     // Nothing is written after the deletion: the kept segments are kept for the write-idle
     // time only (the reuse idle time is ten times longer), then removed one a tick.
     for _ in 0..SEGMENT_RECYCLE_WRITE_IDLE_PACES {
@@ -227,15 +233,5 @@ fn kept_segments_are_removed_soon_after_the_writes_stop() {
         drive(&mut journal);
     }
     assert_eq!(journal.stats().segments_removed, 0);
-    for _ in 0..20 {
-        journal.removal_pace(1);
-        drive(&mut journal);
-    }
-    let removed = journal.stats().segments_removed;
-    assert!(removed >= 2, "{:?}", journal.stats());
-    assert_eq!(
-        segments(journal.disk_mut()).len() as u64,
-        before as u64 - removed
-    );
-    verify_all(&mut journal, &model);
+    assert_kept_segments_removed(&mut journal, &model, before);
 }
