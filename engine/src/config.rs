@@ -1,12 +1,13 @@
 //! Runtime configuration of a journal, validated once before the first byte moves.
 
 use crate::constants::{
-    COMMITS_IN_FLIGHT_DEFAULT, COMMITS_IN_FLIGHT_MAX, COMPACTION_THRESHOLD_MAJOR_PER_MILLE_DEFAULT,
+    COMMITS_IN_FLIGHT_DEFAULT, COMMITS_IN_FLIGHT_MAX, COMPACTION_BUFFER_SIZE,
+    COMPACTION_IO_SIZE_MAX, COMPACTION_THRESHOLD_MAJOR_PER_MILLE_DEFAULT,
     COMPACTION_THRESHOLD_MINOR_PER_MILLE_DEFAULT, DISK_RESERVE_DEFAULT, DISK_RESERVE_MAX,
     INDEX_CACHE_PAGES_DEFAULT, INDEX_CACHE_PAGES_MAX, READS_IN_FLIGHT_MAX,
     READ_AHEAD_WINDOWS_DEFAULT, READ_AHEAD_WINDOWS_MAX, READ_CACHE_BUFFERS_DEFAULT,
-    READ_CACHE_BUFFERS_MAX, SECTOR_SIZE, SEGMENT_RECYCLE_BYTES_DEFAULT, SEGMENT_RECYCLE_MAX,
-    SEGMENT_SIZE_DEFAULT, SEGMENT_SIZE_MAX, SEGMENT_SIZE_MIN,
+    READ_CACHE_BUFFERS_MAX, RECORD_SIZE_MAX, SECTOR_SIZE, SEGMENT_RECYCLE_BYTES_DEFAULT,
+    SEGMENT_RECYCLE_MAX, SEGMENT_SIZE_DEFAULT, SEGMENT_SIZE_MAX, SEGMENT_SIZE_MIN,
 };
 
 /// How a commit is made durable.
@@ -79,6 +80,12 @@ pub struct Config {
     /// read of one ledger reads contiguous bytes. Costs up to one more write of the data
     /// (docs/durability.md, "Sorted segments"). Default: true.
     pub sort_sealed: bool,
+    /// Bytes of compaction's copy buffer: the batch a segment is sorted in, so the run
+    /// length a sorted segment gives each ledger. Not a server option (the default is what
+    /// the catch-up reads were measured with); tests set it below their segment size to
+    /// sort segments batch by batch. Default and bound: 64 MiB (`COMPACTION_BUFFER_SIZE`);
+    /// at least the largest record and a sector (about 5 MiB), a whole number of sectors.
+    pub compaction_buffer_size: usize,
 }
 
 /// Default: no zero-fill. Measured here (docs/durability.md): zero-filling a 1 GiB segment
@@ -114,6 +121,7 @@ impl Default for Config {
             segment_recycle_max: segment_recycle_default(SEGMENT_SIZE_DEFAULT),
             read_ahead_windows: READ_AHEAD_WINDOWS_DEFAULT,
             sort_sealed: true,
+            compaction_buffer_size: COMPACTION_BUFFER_SIZE,
         }
     }
 }
@@ -197,6 +205,17 @@ impl Config {
             return Err(ConfigError {
                 field: "read_ahead_windows",
                 expected: "0..=1024",
+            });
+        }
+        // The largest record and a sector (a batch holds at least one record), and whole
+        // compaction writes.
+        let buffer_min = (RECORD_SIZE_MAX + SECTOR_SIZE).max(COMPACTION_IO_SIZE_MAX);
+        if !(buffer_min..=COMPACTION_BUFFER_SIZE).contains(&self.compaction_buffer_size)
+            || self.compaction_buffer_size % SECTOR_SIZE != 0
+        {
+            return Err(ConfigError {
+                field: "compaction_buffer_size",
+                expected: "the largest record and a sector ..= 67108864, a multiple of 4096",
             });
         }
         Ok(())

@@ -34,9 +34,8 @@
 
 use super::{Journal, TOKEN_COMPACT};
 use crate::constants::{
-    COMPACTION_BATCH_RECORDS_MAX, COMPACTION_BUFFER_SIZE, COMPACTION_IO_SIZE_MAX,
-    COMPACTION_WINDOW_SIZE, RECORD_PAYLOAD_SIZE_MAX, SEAL_CHUNK_SIZE, SECTOR_SIZE,
-    SEGMENT_HEADER_SIZE,
+    COMPACTION_BATCH_RECORDS_MAX, COMPACTION_IO_SIZE_MAX, COMPACTION_WINDOW_SIZE,
+    RECORD_PAYLOAD_SIZE_MAX, SEAL_CHUNK_SIZE, SECTOR_SIZE, SEGMENT_HEADER_SIZE,
 };
 use crate::disk::{BufferId, Disk, DiskOp, FileOp, SubmitError, WriteSync};
 use crate::ids::{FileId, LedgerId, Location, Position, SegmentId, Sequence};
@@ -565,6 +564,7 @@ impl<D: Disk> Journal<D> {
     fn compact_read_done(&mut self) -> Step {
         let (buffer, window) = (self.compaction.buffer, self.compaction.window);
         let segment_size = self.config.segment_size;
+        let buffer_size = self.config.compaction_buffer_size;
         let job = self.compaction.job.as_mut().expect("a job runs");
         match job.phase {
             Phase::Slots { run, loaded } => {
@@ -621,7 +621,7 @@ impl<D: Disk> Journal<D> {
                     }
                 } else {
                     order_by_source(job);
-                    batch_plan(job)
+                    batch_plan(job, buffer_size)
                 };
                 Step::Continue
             }
@@ -671,6 +671,7 @@ impl<D: Disk> Journal<D> {
     /// A write or sync completed.
     fn compact_write_done(&mut self, op: DiskOp) -> Step {
         let buffer = self.compaction.buffer;
+        let buffer_size = self.config.compaction_buffer_size;
         let job = self.compaction.job.as_mut().expect("a job runs");
         let phase = std::mem::replace(&mut job.phase, Phase::SegmentSync);
         job.phase = match (phase, op) {
@@ -693,7 +694,7 @@ impl<D: Disk> Journal<D> {
                 job.buffer_position += to_u64(length);
                 job.buffer_length = rest;
                 if job.slot_next < job.order.len() {
-                    batch_plan(job)
+                    batch_plan(job, buffer_size)
                 } else {
                     assert_eq!(job.buffer_position, job.file_size);
                     Phase::SegmentSync
@@ -871,19 +872,19 @@ fn order_by_source(job: &mut Job) {
     job.slot_next = 0;
 }
 
-/// Fills the next batch: the records that come next in S and fit the copy buffer after what
-/// it holds. They are placed in (ledger, entry) order within the batch, so S is read once, in
+/// Fills the next batch: the records that come next in S and fit the copy buffer
+/// (`buffer_size` bytes, `Config::compaction_buffer_size`) after what it holds. They are placed in (ledger, entry) order within the batch, so S is read once, in
 /// order, and each ledger's entries of a batch end up contiguous in the copy (a batch of a
 /// segment written by 50 ledgers holds about 1.3 MB of each). Returns the batch sorted by
 /// where its records are in S.
-fn batch_plan(job: &mut Job) -> Phase {
+fn batch_plan(job: &mut Job, buffer_size: usize) -> Phase {
     job.batch.clear();
     let mut bytes = job.buffer_length;
     while job.slot_next < job.order.len() && job.batch.len() < COMPACTION_BATCH_RECORDS_MAX {
         let slot = job.order[job.slot_next];
         let held = job.slots[slot as usize];
         let size = record_size_of(&held);
-        if bytes + size > COMPACTION_BUFFER_SIZE {
+        if bytes + size > buffer_size {
             break;
         }
         job.batch.push(CopyItem {

@@ -53,10 +53,9 @@ use self::segments::{Segments, Spare};
 use self::zero_ahead::ZeroAhead;
 use crate::config::Config;
 use crate::constants::{
-    BATCH_BYTES_MAX, BATCH_RECORDS_MAX, COMPACTION_BUFFER_SIZE, COMPACTION_WINDOW_SIZE,
-    ENTRY_GAP_MAX, MASTER_KEY_SIZE, READ_AHEAD_WINDOW_SIZE, READ_BUFFER_SIZE,
-    READ_WINDOW_WAITERS_MAX, RECORD_PAYLOAD_SIZE_MAX, SEAL_CHUNK_SIZE, SECTOR_SIZE,
-    SEGMENT_HEADER_SIZE,
+    BATCH_BYTES_MAX, BATCH_RECORDS_MAX, COMPACTION_WINDOW_SIZE, ENTRY_GAP_MAX, MASTER_KEY_SIZE,
+    READ_AHEAD_WINDOW_SIZE, READ_BUFFER_SIZE, READ_WINDOW_WAITERS_MAX, RECORD_PAYLOAD_SIZE_MAX,
+    SEAL_CHUNK_SIZE, SECTOR_SIZE, SEGMENT_HEADER_SIZE,
 };
 use crate::disk::{BufferId, Disk, DiskCompletion};
 use crate::error::{AddError, OpenError, ReadError};
@@ -136,7 +135,7 @@ impl<D: Disk> Journal<D> {
             || config.compaction_threshold_major_per_mille > 0
             || config.sort_sealed;
         let compaction_sizes = if compaction_on {
-            [COMPACTION_BUFFER_SIZE, COMPACTION_WINDOW_SIZE]
+            [config.compaction_buffer_size, COMPACTION_WINDOW_SIZE]
         } else {
             [SECTOR_SIZE, SECTOR_SIZE]
         };

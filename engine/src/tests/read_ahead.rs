@@ -210,6 +210,7 @@ fn windows_of_a_scan_in_large_segments(sort_sealed: bool) -> u64 {
     let config = Config {
         segment_size: 16 * 1024 * 1024,
         read_ahead_windows: 8,
+        compaction_buffer_size: 8 * 1024 * 1024,
         ..config(sort_sealed)
     };
     let mut journal = Journal::open(SimDisk::new(6), config.clone()).unwrap();
@@ -314,4 +315,25 @@ fn a_paused_sort_gives_way_to_compaction_when_deletions_leave_a_segment_mostly_d
     let disk = journal.into_disk().crash();
     let mut journal = Journal::open(disk, config).unwrap();
     verify_all(&mut journal, &model);
+}
+
+#[test]
+fn the_copy_buffer_holds_the_largest_record_and_whole_sectors() {
+    use crate::constants::{COMPACTION_BUFFER_SIZE, RECORD_SIZE_MAX, SECTOR_SIZE};
+    let with = |compaction_buffer_size| Config {
+        compaction_buffer_size,
+        ..Config::default()
+    };
+    let smallest = (RECORD_SIZE_MAX + SECTOR_SIZE).next_multiple_of(SECTOR_SIZE);
+    for valid in [smallest, 8 << 20, COMPACTION_BUFFER_SIZE] {
+        assert!(with(valid).validate().is_ok(), "{valid}");
+    }
+    for invalid in [
+        smallest - SECTOR_SIZE,
+        8 << 20 | 512,
+        COMPACTION_BUFFER_SIZE + SECTOR_SIZE,
+    ] {
+        let error = with(invalid).validate().unwrap_err();
+        assert_eq!(error.field, "compaction_buffer_size", "{invalid}");
+    }
 }
