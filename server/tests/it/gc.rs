@@ -82,14 +82,19 @@ fn ledger_write(client: &mut Client, ledger: i64) {
     }
 }
 
-/// Bytes of every file under `dir`.
+/// Bytes of every file under `dir`, while the server may be removing some of them.
 fn directory_bytes(dir: &Path) -> u64 {
     let mut total = 0;
     let mut pending = vec![dir.to_path_buf()];
     while let Some(dir) = pending.pop() {
         for item in std::fs::read_dir(&dir).unwrap() {
             let item = item.unwrap();
-            let metadata = item.metadata().unwrap();
+            let metadata = match item.metadata() {
+                Ok(metadata) => metadata,
+                // Listed, then removed (a dead segment, an old checkpoint): no bytes.
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(error) => panic!("{}: {error}", item.path().display()),
+            };
             if metadata.is_dir() {
                 pending.push(item.path());
             } else {
