@@ -25,7 +25,7 @@ CHURN_SECONDS ?= 600
 METRICS_PAIRS ?= 3
 METRICS_SECONDS ?= 10
 
-.PHONY: help deps shellcheck-deps zk-deps fuzz-smoke build check test sim crash crash-deletes bench bench-disk bench-journal latency-stages neighbour retention churn interop interop-pulsar disk-full compare compare-catchup metrics-check metrics-overhead ci clean
+.PHONY: help deps shellcheck-deps zk-deps fuzz-smoke build check test sim crash crash-deletes bench bench-disk bench-journal latency-stages neighbour retention churn interop interop-pulsar disk-full compare compare-catchup compare-pulsar metrics-check metrics-overhead ci clean
 COMPARE_PAIRS ?= 3
 COMPARE_SECONDS ?= 20
 # The catch-up read workload of `make compare` (issue 15); QUICK=true makes it small.
@@ -158,6 +158,13 @@ compare-catchup: build
 	COMPARE_WORKLOADS=catchup CATCHUP_GB=$(CATCHUP_GB) CATCHUP_SETTLE_S=$(CATCHUP_SETTLE_S) \
 	  scripts/compare.sh $(RELEASE) $(RESULTS_DIR) $(or $(PAIRS),$(COMPARE_PAIRS)) \
 	  $(if $(filter true,$(QUICK)),5,$(COMPARE_SECONDS))
+
+## Issue 16: only compare's Pulsar producer benchmark (batching off/on, 100/1,000 outstanding; ringlog unpinned and pinned against Java bookies); PAIRS (COMPARE_PAIRS), COMPARE_SECONDS per run.
+compare-pulsar: build
+	cd interop && mvn -B -q compile
+	cd interop-pulsar && mvn -B -q compile
+	COMPARE_WORKLOADS=pulsar scripts/compare.sh $(RELEASE) $(RESULTS_DIR) \
+	  $(or $(PAIRS),$(COMPARE_PAIRS)) $(COMPARE_SECONDS)
 
 ## Issue 17: a short load, then /metrics parsed by the Prometheus Python client's parser (pip prometheus-client).
 metrics-check: build

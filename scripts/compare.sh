@@ -45,7 +45,8 @@
 #
 # Usage: scripts/compare.sh RELEASE_DIR RESULTS_DIR [PAIRS=3] [SECONDS=20]
 # Environment: COMPARE_WORKLOADS=all (default) | catchup (only the catch-up workload, `make
-# compare-catchup`) | writes (all but it); CATCHUP_GB (4; may be fractional),
+# compare-catchup`) | writes (all but it) | pulsar (only the Pulsar producer benchmark, `make
+# compare-pulsar`); CATCHUP_GB (4; may be fractional),
 # CATCHUP_SETTLE_S (180: sorting 4 GB on one shard at the default --compaction-rate-mib took 141-146 s on 2026-12-04); CATCHUP_JAVA_CONF, the Java bookie's keys for the catch-up workload
 # only (default ledgerStorageClass=...DbLedgerStorage, as Pulsar deployments run it and as
 # issue 15 asks, with its read-ahead cache at the defaults; the other workloads keep 4.18.2's
@@ -57,8 +58,9 @@ catchup_settle_s=${CATCHUP_SETTLE_S:-180}
 db_ledger_storage=org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage
 catchup_java_conf=${CATCHUP_JAVA_CONF-ledgerStorageClass=$db_ledger_storage}
 case $workloads in
-  all | catchup | writes) ;;
-  *) echo "compare: COMPARE_WORKLOADS must be all, catchup or writes, not $workloads" >&2; exit 2 ;;
+  all | catchup | writes | pulsar) ;;
+  *) echo "compare: COMPARE_WORKLOADS must be all, catchup, writes or pulsar, not $workloads" >&2
+    exit 2 ;;
 esac
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 release=$(cd "$release" && pwd)
@@ -322,23 +324,25 @@ for pair in $(seq 1 "$pairs"); do
   java_ops=0
   for bookie in java ringlog; do
     [[ $workloads == catchup ]] && break
-    for wire in v3 v2; do
-      echo "== pair $pair, $bookie, BenchThroughputLatency-equivalent $wire"
-      bench_writes "$bookie" "$wire" "$results/pair$pair-$bookie-btl-$wire"
-    done
-    drive "$bookie" "$pair" "$java_ops"
+    if [[ $workloads != pulsar ]]; then
+      for wire in v3 v2; do
+        echo "== pair $pair, $bookie, BenchThroughputLatency-equivalent $wire"
+        bench_writes "$bookie" "$wire" "$results/pair$pair-$bookie-btl-$wire"
+      done
+      drive "$bookie" "$pair" "$java_ops"
+    fi
     echo "== pair $pair, $bookie, Pulsar producer benchmark"
     pulsar_bench "$bookie" "$results/pair$pair-$bookie-pulsar"
     if [[ $bookie == ringlog ]]; then
       echo "== pair $pair, ringlog pinned (bookie N on core N), Pulsar producer benchmark"
       pulsar_bench ringlog "$results/pair$pair-ringlog-pinned-pulsar" true
     fi
-    if [[ $bookie == java ]]; then
+    if [[ $bookie == java && $workloads != pulsar ]]; then
       java_ops=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['ops_per_sec'])" \
         "$results/pair$pair-java-closed.json")
     fi
   done
-  if [[ $workloads != writes ]]; then
+  if [[ $workloads == all || $workloads == catchup ]]; then
     for bookie in java ringlog; do
       catchup "$bookie" "$pair"
     done

@@ -175,6 +175,9 @@ def pulsar_table(results, pairs, ringlog_kind, layout):
     """ringlog_kind: "ringlog" (unpinned) or "ringlog-pinned", against the same Java runs."""
     lines = ["### Pulsar producer (interop-pulsar Bench: Pulsar 4.2.4 broker, 2 bookies, "
              f"E2/W2/A2, 1 KiB), ringlog {layout}", "",
+             "Broker and bookies with their defaults, not the interop-pulsar scenarios' small "
+             "ledgers and segments (Bench.java, Options.forBenchmark); the JVMs' memory as in "
+             "interop-pulsar/README.md.", "",
              "| batching, outstanding | metric | Java bookie | ringlog | "
              "ringlog / Java, per pair | median ratio |",
              "|---|---|---|---|---|---|"]
@@ -401,7 +404,11 @@ def main():
     lines += ["- runs alternate java, ringlog per pair; ratios are ringlog / Java of the same pair",
               "- Java bookie: bookkeeper-server 4.18.2 defaults, journalSyncData=true, "
               "maxPendingAddRequestsPerThread=40000 (interop/README.md)", ""]
-    if workloads != "catchup":
+    if workloads == "pulsar":
+        lines += pulsar_table(results, pairs, "ringlog", "unpinned")
+        lines += pulsar_table(results, pairs, "ringlog-pinned",
+                              "pinned (bookie N's shard on core N)")
+    elif workloads != "catchup":
         lines += btl_table(results, pairs, "v3")
         lines += btl_table(results, pairs, "v2")
         lines += table(results, pairs, "closed",
@@ -416,7 +423,7 @@ def main():
                               "pinned (bookie N's shard on core N)")
         lines += floor_lines(results, pairs)
         lines += [f"![latency spectrum]({plot(results, pairs)})", ""]
-    if workloads != "writes":
+    if workloads in ("all", "catchup"):
         lines += catchup_lines(results, pairs)
     (results / "report.md").write_text("\n".join(lines))
     print("\n".join(lines))

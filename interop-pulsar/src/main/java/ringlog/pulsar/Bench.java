@@ -14,7 +14,8 @@ import org.apache.pulsar.client.api.PulsarClient;
 /**
  * `make compare`'s Pulsar producer benchmark: a fresh cluster (ZooKeeper, metadata setup,
  * -Dbench.bookies bookies of -Dbookie, default 2, the issue's layout: E2/W2/A2, so each bookie
- * takes every entry; ringlog's pinned to a core each with -Dringlog.pinned=true; one broker),
+ * takes every entry; ringlog's pinned to a core each with -Dringlog.pinned=true; one broker;
+ * broker and bookies with their defaults, not the scenarios' tuning: Options.forBenchmark),
  * then per workload a new topic and a pulsar-client producer keeping OUTSTANDING 1 KiB
  * messages in flight for -Dbench.warmup seconds (not counted) and -Dbench.seconds measured.
  * One line per workload:
@@ -41,7 +42,7 @@ public final class Bench {
     }
 
     private static void run() throws Exception {
-        Options options = Options.fromSystemProperties();
+        Options options = Options.fromSystemProperties().forBenchmark();
         int bookies = Integer.getInteger("bench.bookies", 2);
         int seconds = Integer.getInteger("bench.seconds", 20);
         int warmup = Integer.getInteger("bench.warmup", 5);

@@ -6,9 +6,14 @@ import java.util.Arrays;
 import java.util.Set;
 import java.util.stream.Collectors;
 
-/** Everything the suite reads from system properties (and RINGLOG_BIN), decided once at start. */
+/**
+ * Everything the suite reads from system properties (and RINGLOG_BIN), decided once at start.
+ * scenarioTuning: the scenarios' settings for the broker and bookies (small ledgers rolled over
+ * at once, no broker cache, small segments or entry logs collected every second or two); off
+ * for the benchmark ({@link #forBenchmark}), which measures the defaults a deployment runs.
+ */
 record Options(String bookie, Path ringlogBinary, boolean quick, Set<String> only, Path baseDir,
-        boolean keep) {
+        boolean keep, boolean scenarioTuning) {
 
     static Options fromSystemProperties() {
         String bookie = System.getProperty("bookie", "ringlog");
@@ -21,7 +26,12 @@ record Options(String bookie, Path ringlogBinary, boolean quick, Set<String> onl
         Path baseDir = Path.of(System.getProperty("interop.dir",
                 System.getProperty("java.io.tmpdir")));
         boolean keep = Boolean.parseBoolean(System.getProperty("keep", "false"));
-        return new Options(bookie, resolveRinglogBinary(), quick, selected, baseDir, keep);
+        return new Options(bookie, resolveRinglogBinary(), quick, selected, baseDir, keep, true);
+    }
+
+    /** The same options with the scenarios' tuning left out: every other setting a default. */
+    Options forBenchmark() {
+        return new Options(bookie, ringlogBinary, quick, only, baseDir, keep, false);
     }
 
     /** -Dringlog.bin, else RINGLOG_BIN, else target/release/ringlog in the repo root. */

@@ -62,7 +62,8 @@ final class PulsarCluster implements AutoCloseable {
                         dir.resolve("bookie-" + index), cluster.zk));
             }
             cluster.startBookies();
-            cluster.broker = new Broker(dir.resolve("broker"), cluster.zk);
+            cluster.broker = new Broker(dir.resolve("broker"), cluster.zk,
+                    options.scenarioTuning());
             long start = System.nanoTime();
             cluster.broker.start();
             cluster.brokerStartSeconds = (System.nanoTime() - start) / 1e9;
