@@ -218,6 +218,16 @@ pub fn decode_header(bytes: &[u8]) -> Result<(RecordHeader, u32), RecordError> {
     Ok((header, checksum_header))
 }
 
+/// The payload of the record at the start of `bytes`, which `decode` accepted earlier and
+/// which has not changed since, sliced by its header's length without checking anything
+/// again: a read checks a record once (three CRC32C passes) before it serves it, and a
+/// second `decode` only to borrow the payload cost a sixth of a shard's CPU in a catch-up read.
+pub fn payload_of_decoded(bytes: &[u8]) -> &[u8] {
+    debug_assert!(decode(bytes).is_ok(), "the record was decoded before");
+    let payload_size = read_u32(bytes, 16) as usize;
+    &bytes[RECORD_HEADER_SIZE..RECORD_HEADER_SIZE + payload_size]
+}
+
 /// Verifies a whole record at the start of `bytes` and returns header, header checksum and
 /// payload. Padding after the payload must be zero.
 pub fn decode(bytes: &[u8]) -> Result<(RecordHeader, u32, &[u8]), RecordError> {

@@ -224,7 +224,7 @@ impl Reads {
                 let cached = self
                     .cached_record(disk, location, payload_size)
                     .expect("found");
-                let body = verify(cached, expected).expect("verified");
+                let body = record::payload_of_decoded(cached);
                 return Ok(ReadOutcome::Ready {
                     entry: expected.entry,
                     body,
@@ -238,7 +238,8 @@ impl Reads {
                 let disk: &'d D = disk;
                 let position = location.position.0;
                 let bytes = self.ahead.bytes(disk, window, position, size);
-                let body = verify(bytes.expect("planned"), expected).expect("verified");
+                // `plan` verified these bytes; the window is Ready and not reused meanwhile.
+                let body = record::payload_of_decoded(bytes.expect("planned"));
                 return Ok(ReadOutcome::Ready {
                     entry: expected.entry,
                     body,
@@ -688,8 +689,9 @@ impl Reads {
                         &disk.buffer(read.own_buffer())[offset..offset + size]
                     }
                 };
-                let body = verify(bytes, Expected::of(read));
-                Ok((read.entry, body.expect("verified at completion")))
+                // Verified at completion; the window it is in stays held (and its buffer
+                // unwritten) and its own buffer is the slot's until `release`.
+                Ok((read.entry, record::payload_of_decoded(bytes)))
             }
             ReadState::Failed(error) => Err(error),
             ReadState::Free | ReadState::InFlight => panic!("read {slot:?} is not finished"),
