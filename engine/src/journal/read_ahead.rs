@@ -184,6 +184,59 @@ impl ReadAhead {
         })
     }
 
+    /// True when a window, in or in flight, holds the first byte at `position` of `segment`
+    /// but not all of the `size` bytes from it: the record straddles that window's end.
+    /// Records are packed, so nearly every window boundary of a scan cuts one; a window
+    /// started for it would read again, a sector later, the next window the scan's prefetch
+    /// has already started (1 MiB read twice per 1 MiB window). Such a record is read alone.
+    pub(super) fn straddles_end(&self, segment: SegmentId, position: u64, size: usize) -> bool {
+        let end = position + to_u64(size);
+        let after = self
+            .by_position
+            .partition_point(|&(at_segment, start, _)| (at_segment, start) <= (segment, position));
+        self.by_position[..after]
+            .iter()
+            .rev()
+            .take_while(|&&(at_segment, start, _)| {
+                at_segment == segment && start + to_u64(READ_AHEAD_WINDOW_SIZE) > position
+            })
+            .any(|&(_, _, index)| {
+                let window = &self.windows[to_usize(u64::from(index))];
+                let held_end = window.start
+                    + to_u64(match window.state {
+                        WindowState::Free => 0,
+                        WindowState::InFlight => window.length,
+                        WindowState::Ready => window.valid,
+                    });
+                !window.stale && position < held_end && end > held_end
+            })
+    }
+
+    /// True when `position` of `segment` lies within a window's length after the end of a
+    /// window in use: the window a scan's prefetch starts there (at the end, when the scan
+    /// passes the middle) will hold it, so a window started at `position` itself would read
+    /// most of that one again.
+    pub(super) fn follows_window(&self, segment: SegmentId, position: u64) -> bool {
+        let window_size = to_u64(READ_AHEAD_WINDOW_SIZE);
+        let after = self
+            .by_position
+            .partition_point(|&(at_segment, start, _)| (at_segment, start) <= (segment, position));
+        self.by_position[..after]
+            .iter()
+            .rev()
+            .take_while(|&&(at_segment, start, _)| {
+                at_segment == segment && start + 2 * window_size > position
+            })
+            .any(|&(_, _, index)| {
+                let window = &self.windows[to_usize(u64::from(index))];
+                let end = window.start + to_u64(window.length);
+                !window.stale
+                    && window.length == READ_AHEAD_WINDOW_SIZE
+                    && end <= position
+                    && position < end + window_size
+            })
+    }
+
     /// Starts reading the window of `segment` that begins at the sector of `position` and
     /// ends at most at `segment_end`, with `token`'s kind (the window's index is added).
     /// None if the record does not fit a window, every window is busy, or as many as allowed

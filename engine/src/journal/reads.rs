@@ -302,7 +302,8 @@ impl Reads {
             None => {
                 let offset = position - crate::stdx::align_down_u64(position, to_u64(SECTOR_SIZE));
                 let fits = offset + to_u64(size) <= to_u64(READ_AHEAD_WINDOW_SIZE);
-                let started = (scan.sequential && fits)
+                let straddles = self.ahead.straddles_end(segment, position, size);
+                let started = (scan.sequential && fits && !straddles)
                     .then(|| {
                         self.ahead.start(
                             disk,
@@ -335,7 +336,9 @@ impl Reads {
     }
 
     /// Starts a window at `location` (a record of `size` bytes a scan will read soon) unless
-    /// one holds it already.
+    /// one holds it already, it straddles a window's end, or it lies in the stretch after a
+    /// window that the scan's prefetch reads: the guide is for jumps (the ledger's next run,
+    /// the next segment), the prefetch for what follows a window.
     pub(super) fn guide<D: Disk>(
         &mut self,
         disk: &mut D,
@@ -345,7 +348,11 @@ impl Reads {
         segment_end: u64,
     ) {
         let (segment, position) = (location.segment, location.position.0);
-        if self.ahead.is_off() || self.ahead.find(segment, position, size).is_some() {
+        if self.ahead.is_off()
+            || self.ahead.find(segment, position, size).is_some()
+            || self.ahead.straddles_end(segment, position, size)
+            || self.ahead.follows_window(segment, position)
+        {
             return;
         }
         let started = self

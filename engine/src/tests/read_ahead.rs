@@ -337,3 +337,28 @@ fn the_copy_buffer_holds_the_largest_record_and_whole_sectors() {
         assert_eq!(error.field, "compaction_buffer_size", "{invalid}");
     }
 }
+
+#[test]
+fn a_record_across_a_window_end_is_read_alone_not_in_a_window_of_its_own() {
+    // One ledger of 1,000-byte entries (records of no whole number of sectors, packed), about
+    // 6 MiB of one 16 MiB segment: nearly every 1 MiB window boundary of the scan cuts a
+    // record. A window started at each such record read the next window again (about twice
+    // the windows); read alone, each costs a sector or two.
+    let config = Config {
+        segment_size: 16 * 1024 * 1024,
+        read_ahead_windows: 8,
+        ..config(false)
+    };
+    let mut journal = Journal::open(SimDisk::new(9), config).unwrap();
+    let mut model = Model::default();
+    let count = 6000;
+    let order = (0..count).map(|entry| (1, entry));
+    add_all(&mut journal, &mut model, order, 1000);
+    let results = read_outstanding(&mut journal, 1, 0, usize::try_from(count).unwrap());
+    assert_reads_back(&results, &model, 1);
+    let stats = journal.stats().clone();
+    let mib = stats.bytes_written.div_ceil(1024 * 1024);
+    assert!(mib >= 6, "{stats:?}");
+    assert!(stats.read_ahead_windows <= mib + 1, "{mib} MiB: {stats:?}");
+    assert!(stats.reads_disk <= mib + 2, "{mib} MiB: {stats:?}");
+}
