@@ -6,8 +6,9 @@ use crate::constants::{
     COMPACTION_THRESHOLD_MINOR_PER_MILLE_DEFAULT, DISK_RESERVE_DEFAULT, DISK_RESERVE_MAX,
     INDEX_CACHE_PAGES_DEFAULT, INDEX_CACHE_PAGES_MAX, READS_IN_FLIGHT_MAX,
     READ_AHEAD_WINDOWS_DEFAULT, READ_AHEAD_WINDOWS_MAX, READ_CACHE_BUFFERS_DEFAULT,
-    READ_CACHE_BUFFERS_MAX, RECORD_SIZE_MAX, SECTOR_SIZE, SEGMENT_RECYCLE_BYTES_DEFAULT,
-    SEGMENT_RECYCLE_MAX, SEGMENT_SIZE_DEFAULT, SEGMENT_SIZE_MAX, SEGMENT_SIZE_MIN,
+    READ_CACHE_BUFFERS_MAX, READ_PACE_PERCENT_DEFAULT, READ_PACE_PERCENT_MAX, RECORD_SIZE_MAX,
+    SECTOR_SIZE, SEGMENT_RECYCLE_BYTES_DEFAULT, SEGMENT_RECYCLE_MAX, SEGMENT_SIZE_DEFAULT,
+    SEGMENT_SIZE_MAX, SEGMENT_SIZE_MIN,
 };
 
 /// How a commit is made durable.
@@ -75,6 +76,12 @@ pub struct Config {
     /// Default: 64 (`READ_AHEAD_WINDOWS_DEFAULT`). Bounds: 0 ..= 1024; 0 reads every entry
     /// alone.
     pub read_ahead_windows: usize,
+    /// While pacing is on (`Journal::read_pace_set`: the server turns it on while its commits
+    /// queue on the disk), read-ahead windows start only as fast as every durable commit earns
+    /// this percent of its bytes; reads that need a window wait for it
+    /// (`journal/read_pace.rs`). Default: 25 (`READ_PACE_PERCENT_DEFAULT`). Bounds: 0 ..= 100;
+    /// 0 never paces.
+    pub read_pace_percent: u32,
     /// Rewrite every sealed segment that holds entries of two or more ledgers, once, with its
     /// entries in (ledger, entry) order (compaction's copy, within its rate), so a catch-up
     /// read of one ledger reads contiguous bytes. Costs up to one more write of the data
@@ -120,6 +127,7 @@ impl Default for Config {
             disk_reserve: DISK_RESERVE_DEFAULT,
             segment_recycle_max: segment_recycle_default(SEGMENT_SIZE_DEFAULT),
             read_ahead_windows: READ_AHEAD_WINDOWS_DEFAULT,
+            read_pace_percent: READ_PACE_PERCENT_DEFAULT,
             sort_sealed: true,
             compaction_buffer_size: COMPACTION_BUFFER_SIZE,
         }
@@ -205,6 +213,12 @@ impl Config {
             return Err(ConfigError {
                 field: "read_ahead_windows",
                 expected: "0..=1024",
+            });
+        }
+        if self.read_pace_percent > READ_PACE_PERCENT_MAX {
+            return Err(ConfigError {
+                field: "read_pace_percent",
+                expected: "0..=100",
             });
         }
         // The largest record and a sector (a batch holds at least one record), and whole

@@ -65,6 +65,12 @@ pub const READ_AHEAD_WINDOW_SIZE: usize = 1024 * 1024;
 pub const READ_AHEAD_WINDOWS_DEFAULT: usize = 64;
 /// Largest configurable number of read-ahead windows per journal: 1 GiB.
 pub const READ_AHEAD_WINDOWS_MAX: usize = 1024;
+/// Default read pace (`Config::read_pace_percent`): while commits queue on the disk, window
+/// reads may read a quarter of the bytes the commits write, so the writes keep most of the
+/// disk and a catch-up read still moves.
+pub const READ_PACE_PERCENT_DEFAULT: u32 = 25;
+/// Largest read pace: window reads as many bytes as the commits.
+pub const READ_PACE_PERCENT_MAX: u32 = 100;
 /// Most window reads in flight per journal: 4 MiB, about 2 ms of the disk's bandwidth, so a
 /// commit never waits behind more than that of read-ahead (reads and commits share the disk
 /// queue; commits are never held back by the engine, window reads are).
@@ -204,6 +210,7 @@ const _: () = assert!(RECOVERY_CHUNK_SIZE % SECTOR_SIZE == 0);
 const _: () = assert!(READ_BUFFER_SIZE % SECTOR_SIZE == 0);
 const _: () = assert!(READ_AHEAD_WINDOW_SIZE % SECTOR_SIZE == 0);
 const _: () = assert!(READ_AHEAD_WINDOWS_DEFAULT <= READ_AHEAD_WINDOWS_MAX);
+const _: () = assert!(READ_PACE_PERCENT_DEFAULT <= READ_PACE_PERCENT_MAX);
 const _: () = assert!(COMMITS_IN_FLIGHT_DEFAULT <= COMMITS_IN_FLIGHT_MAX);
 const _: () = assert!(READ_CACHE_BUFFERS_DEFAULT <= READ_CACHE_BUFFERS_MAX);
 

@@ -8,6 +8,7 @@ mod file_name;
 mod harness;
 mod journal;
 mod read_ahead;
+mod read_pace;
 mod record;
 mod recovery;
 mod recycle;

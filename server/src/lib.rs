@@ -404,7 +404,7 @@ pub fn summary_line(report: &ShardReport) -> String {
          commit_staging_us_avg={:.1} commit_io_us_avg={:.1} | journal records={} \
          entries_durable={} bytes_written={} staging_full={} segments_created={} \
          segment_create_failures={} reads_cached={} reads_disk={} reads_read_ahead={} \
-         read_ahead_windows={} read_checksum_failures={} \
+         read_ahead_windows={} reads_paced={} read_checksum_failures={} \
          torn_tail_truncations={} segments_sealed={} index_bytes_written={} \
          checkpoints_written={} seal_failures={} index_page_reads={} index_page_hits={} \
          metadata_calls={} metadata_us_avg={:.1} metadata_us_max={} ledgers_deleted={} \
@@ -447,6 +447,7 @@ pub fn summary_line(report: &ShardReport) -> String {
         journal.reads_disk,
         journal.reads_read_ahead,
         journal.read_ahead_windows,
+        journal.reads_paced,
         journal.read_checksum_failures,
         journal.torn_tail_truncations,
         journal.segments_sealed,

@@ -175,12 +175,13 @@ shard_scalars! {
     compaction_bytes_written,
     compaction_bytes_freed,
     compaction_failures,
-    /// Reads served from memory and from disk (alone, or through a read-ahead window), and
-    /// the windows read.
+    /// Reads served from memory and from disk (alone, or through a read-ahead window), the
+    /// windows read, and the reads that waited for the read pace.
     reads_cached,
     reads_disk,
     reads_read_ahead,
     read_ahead_windows,
+    reads_paced,
     /// Compactions started to sort a segment by (ledger, entry).
     compactions_sorting,
     /// Paused sorts dropped because space was needed.

@@ -658,6 +658,7 @@ impl<D: Disk> Journal<D> {
             length: commit.length,
         };
         self.stats.commits_durable += 1;
+        self.reads.pace().earn(commit.length_aligned);
         if let Some(buffer) = self.reads.cache_insert(cached) {
             self.commits.buffers_free.push(buffer);
         }

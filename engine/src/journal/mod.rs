@@ -32,6 +32,7 @@ mod dead;
 mod event;
 mod index_pages;
 mod read_ahead;
+mod read_pace;
 mod reads;
 mod seal;
 mod segments;
@@ -167,6 +168,7 @@ impl<D: Disk> Journal<D> {
             read_buffers.map(buffer_id),
             config.read_cache_buffers,
             windows.map(buffer_id),
+            config.read_pace_percent,
         );
         let commits = Commits::new(
             &config,
@@ -485,6 +487,11 @@ impl<D: Disk> Journal<D> {
         }
         self.completions = completions;
         self.commits_advance();
+        // Durable commits earned the paced reads credit, or the server turned pacing off.
+        if self.reads.has_paced() {
+            let (disk, stats, events) = (&mut self.disk, &mut self.stats, &mut self.events);
+            self.reads.paced_run(disk, stats, events);
+        }
     }
 
     /// Moves queued events into `out` (swap; no allocation when `out` has capacity).
@@ -648,6 +655,12 @@ impl<D: Disk> Journal<D> {
     /// `u64::MAX` for no limit).
     pub fn compaction_grant(&mut self, bytes: u64) {
         self.compaction.grant(bytes);
+    }
+
+    /// Turns read pacing on or off (`read_pace.rs`): the server turns it on while its commits
+    /// take longer than it allows, on its clock, so the engine needs none.
+    pub fn read_pace_set(&mut self, on: bool) {
+        self.reads.pace().set(on);
     }
 
     /// Pauses sorting sealed segments (`Config::sort_sealed`) while `paused`: the server

@@ -10,11 +10,13 @@
 //!
 //! Windows are a fixed pool (`Config::read_ahead_windows`), reused least recently used first,
 //! never while a read still holds bytes in one. At most `READ_AHEAD_IN_FLIGHT_MAX` are in
-//! flight, which bounds how much read-ahead a commit can find queued ahead of it on the disk.
+//! flight, which bounds how much read-ahead a commit can find queued ahead of it on the disk,
+//! and while the commits wait on the disk windows start only at the pace of `read_pace.rs`.
 //! Nothing here is trusted: every record served from a window is checked against the identity
 //! the index expects (`reads.rs`), and one that fails is read alone, so a stale window (a
 //! segment replaced by its compacted copy) costs a read, never a wrong answer.
 
+use super::read_pace::ReadPace;
 use crate::constants::{
     READ_AHEAD_IN_FLIGHT_MAX, READ_AHEAD_STREAMS_MAX, READ_AHEAD_STREAM_GAP_MAX,
     READ_AHEAD_WINDOW_SIZE, SECTOR_SIZE,
@@ -80,6 +82,8 @@ pub(super) struct ReadAhead {
     /// Segments a window read failed on: reads of them go alone (and answer the error),
     /// instead of waiting on window after failing window. Few: the oldest is forgotten.
     failed: Vec<SegmentId>,
+    /// When a window may start while the commits wait on the disk.
+    pace: ReadPace,
 }
 
 /// Segments remembered in `ReadAhead::failed`.
@@ -91,8 +95,9 @@ impl ReadAhead {
         self.windows.is_empty()
     }
 
-    /// Windows over `buffers` (each `READ_AHEAD_WINDOW_SIZE` bytes); none turns read-ahead off.
-    pub(super) fn new(buffers: impl Iterator<Item = BufferId>) -> ReadAhead {
+    /// Windows over `buffers` (each `READ_AHEAD_WINDOW_SIZE` bytes; none turns read-ahead
+    /// off), paced at `pace_percent` of the commits' bytes while pacing is on.
+    pub(super) fn new(buffers: impl Iterator<Item = BufferId>, pace_percent: u32) -> ReadAhead {
         let windows: Vec<Window> = buffers
             .map(|buffer| Window {
                 state: WindowState::Free,
@@ -113,7 +118,18 @@ impl ReadAhead {
             clock: 0,
             in_flight: 0,
             failed: Vec::with_capacity(FAILED_SEGMENTS_MAX),
+            pace: ReadPace::new(pace_percent),
         }
+    }
+
+    /// The pace window starts keep (`read_pace.rs`).
+    pub(super) fn pace(&mut self) -> &mut ReadPace {
+        &mut self.pace
+    }
+
+    /// True when the pace lets a window start now.
+    pub(super) fn pace_admits(&self) -> bool {
+        self.pace.admits()
     }
 
     /// Notes a read of `entry` of `ledger` and says whether it follows the ledger's previous
@@ -239,8 +255,8 @@ impl ReadAhead {
 
     /// Starts reading the window of `segment` that begins at the sector of `position` and
     /// ends at most at `segment_end`, with `token`'s kind (the window's index is added).
-    /// None if the record does not fit a window, every window is busy, or as many as allowed
-    /// are in flight (the read then goes alone).
+    /// None if the record does not fit a window, every window is busy, as many as allowed
+    /// are in flight (the read then goes alone), or the pace admits none now.
     pub(super) fn start<D: Disk>(
         &mut self,
         disk: &mut D,
@@ -249,7 +265,10 @@ impl ReadAhead {
         position: u64,
         segment_end: u64,
     ) -> Option<u32> {
-        if self.in_flight >= READ_AHEAD_IN_FLIGHT_MAX || self.failed.contains(&segment) {
+        if self.in_flight >= READ_AHEAD_IN_FLIGHT_MAX
+            || self.failed.contains(&segment)
+            || !self.pace.admits()
+        {
             return None;
         }
         let start = align_down_u64(position, to_u64(SECTOR_SIZE));
@@ -288,6 +307,7 @@ impl ReadAhead {
             used: self.clock,
         };
         self.in_flight += 1;
+        self.pace.spend(length);
         let index = u32::try_from(index).expect("few windows");
         if !was_free {
             self.position_remove(index);
@@ -453,7 +473,7 @@ mod tests {
 
     #[test]
     fn a_stream_is_sequential_from_its_second_close_read() {
-        let mut read_ahead = ReadAhead::new([BufferId(0)].into_iter());
+        let mut read_ahead = ReadAhead::new([BufferId(0)].into_iter(), 0);
         let ledger = LedgerId(7);
         assert!(!read_ahead.sequential(ledger, EntryId(10)));
         assert!(read_ahead.sequential(ledger, EntryId(11)));
@@ -471,7 +491,7 @@ mod tests {
 
     #[test]
     fn without_windows_nothing_is_sequential() {
-        let mut read_ahead = ReadAhead::new(std::iter::empty());
+        let mut read_ahead = ReadAhead::new(std::iter::empty(), 0);
         assert!(!read_ahead.sequential(LedgerId(1), EntryId(0)));
         assert!(!read_ahead.sequential(LedgerId(1), EntryId(1)));
     }
@@ -509,8 +529,10 @@ mod tests {
             disk.file_open(FileId::Segment(SegmentId(segment)))
                 .expect("sim file");
         }
-        let mut read_ahead =
-            ReadAhead::new((0..windows).map(|i| BufferId(u32::try_from(i).expect("small"))));
+        let mut read_ahead = ReadAhead::new(
+            (0..windows).map(|i| BufferId(u32::try_from(i).expect("small"))),
+            0,
+        );
         let mut rng = SimRng::new(7);
         let mut held: Vec<u32> = Vec::new();
         for _ in 0..20_000 {
@@ -587,7 +609,7 @@ mod tests {
 
     #[test]
     fn the_least_recent_stream_is_forgotten_first() {
-        let mut read_ahead = ReadAhead::new([BufferId(0)].into_iter());
+        let mut read_ahead = ReadAhead::new([BufferId(0)].into_iter(), 0);
         for ledger in 0..READ_AHEAD_STREAMS_MAX {
             read_ahead.sequential(LedgerId(i64::try_from(ledger).expect("small")), EntryId(0));
         }

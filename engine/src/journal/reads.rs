@@ -3,7 +3,8 @@
 //! checked against the identity the index expects at its location, so a misdirected read or
 //! write that is internally valid is caught; a disk read that fails the check is retried once.
 //! A read that is part of a sequential scan goes through a read-ahead window instead of a
-//! read of its own (`read_ahead.rs`).
+//! read of its own (`read_ahead.rs`); one whose window the pace does not admit yet
+//! (`read_pace.rs`) waits for it in a queue, first in, first out.
 
 use super::read_ahead::{Found, ReadAhead};
 use super::{Event, Journal, Stats, TOKEN_READ, TOKEN_READ_AHEAD};
@@ -76,6 +77,8 @@ enum Plan {
     Window(u32),
     /// By a read of its own.
     Alone,
+    /// Through a window the pace does not let start yet: the read waits (`Reads::paced_run`).
+    Paced,
 }
 
 /// A durable commit buffer kept to serve tailing reads.
@@ -90,6 +93,8 @@ pub(super) struct Cached {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ReadState {
     Free,
+    /// Waiting in `Reads::paced` for the pace to admit its window.
+    Paced,
     InFlight,
     Done,
     Failed(ReadError),
@@ -113,6 +118,9 @@ struct Read {
     page: Option<PageRead>,
     /// Part of a sequential scan (`ReadAhead::sequential`).
     sequential: bool,
+    /// Where the readable bytes of its segment ended when the read was planned
+    /// (`Scan::segment_end`): a paced read is planned again with it.
+    segment_end: u64,
     /// The read-ahead window the record comes from, instead of the slot's own read.
     window: Option<u32>,
 }
@@ -145,18 +153,21 @@ pub(super) struct Reads {
     cache_capacity: usize,
     /// The read-ahead windows.
     ahead: ReadAhead,
+    /// Reads waiting for the pace to admit their window, oldest first.
+    paced: VecDeque<u32>,
 }
 
 impl Reads {
     /// Read slots, one per buffer of `buffers`, an empty cache of `cache_capacity`, and a
     /// read-ahead window over each of `windows` (with the slots that wait on windows, if
-    /// there are any).
+    /// there are any), paced at `pace_percent` (`Config::read_pace_percent`).
     pub(super) fn new(
         buffers: impl Iterator<Item = BufferId>,
         cache_capacity: usize,
         windows: impl Iterator<Item = BufferId>,
+        pace_percent: u32,
     ) -> Reads {
-        let ahead = ReadAhead::new(windows);
+        let ahead = ReadAhead::new(windows, pace_percent);
         let waiters = if ahead.is_off() {
             0
         } else {
@@ -182,6 +193,7 @@ impl Reads {
                 attempts: 0,
                 page: None,
                 sequential: false,
+                segment_end: 0,
                 window: None,
             })
             .collect();
@@ -195,6 +207,7 @@ impl Reads {
             cache: VecDeque::with_capacity(cache_capacity + 1),
             cache_capacity,
             ahead,
+            paced: VecDeque::with_capacity(to_usize(u64::from(count))),
         }
     }
 
@@ -246,7 +259,7 @@ impl Reads {
                 });
             }
             // A read waiting on a window needs no buffer of its own.
-            Plan::Window(_) => self.waiters_free.pop().or_else(|| self.free.pop()),
+            Plan::Window(_) | Plan::Paced => self.waiters_free.pop().or_else(|| self.free.pop()),
             Plan::Alone => self.free.pop(),
         };
         let slot = to_usize(u64::from(slot.ok_or(ReadError::Busy)?));
@@ -266,6 +279,7 @@ impl Reads {
             attempts: 0,
             page: None,
             sequential: scan.sequential,
+            segment_end: scan.segment_end,
             window: None,
         };
         self.plan_follow(disk, stats, events, slot, plan);
@@ -274,7 +288,8 @@ impl Reads {
 
     /// Decides how the record `expected` (of `size` bytes) is read: from a window in memory
     /// (checked), from a window in flight, from a window this read starts because it is part
-    /// of a scan, or alone. A window already read past the middle starts the next one.
+    /// of a scan (or waits to start, if the pace admits none now), or alone. A window already
+    /// read past the middle starts the next one.
     fn plan<D: Disk>(
         &mut self,
         disk: &mut D,
@@ -303,6 +318,9 @@ impl Reads {
                 let offset = position - crate::stdx::align_down_u64(position, to_u64(SECTOR_SIZE));
                 let fits = offset + to_u64(size) <= to_u64(READ_AHEAD_WINDOW_SIZE);
                 let straddles = self.ahead.straddles_end(segment, position, size);
+                if scan.sequential && fits && !straddles && !self.ahead.pace_admits() {
+                    return Plan::Paced;
+                }
                 let started = (scan.sequential && fits && !straddles)
                     .then(|| {
                         self.ahead.start(
@@ -395,12 +413,74 @@ impl Reads {
                 self.ahead.hold(window);
                 read.window = Some(window);
             }
-            Plan::Alone => {
-                assert!(read.buffer.is_some(), "a read alone has a buffer");
-                self.submit(disk, events, slot);
-                stats.reads_disk += 1;
+            Plan::Alone => match self.with_buffer(slot) {
+                Some(slot) => {
+                    self.submit(disk, events, slot);
+                    stats.reads_disk += 1;
+                }
+                None => self.fail(events, slot, ReadError::Busy),
+            },
+            Plan::Paced => {
+                read.state = ReadState::Paced;
+                self.paced.push_back(slot_u32(slot));
+                stats.reads_paced += 1;
             }
         }
+    }
+
+    /// Plans the paced reads again, oldest first, until one still waits for the pace: each is
+    /// served from a window read meanwhile, waits on one in flight, starts its own, or (if
+    /// its record now straddles a window's end) goes alone.
+    pub(super) fn paced_run<D: Disk>(
+        &mut self,
+        disk: &mut D,
+        stats: &mut Stats,
+        events: &mut Vec<Event>,
+    ) {
+        while let Some(&slot) = self.paced.front() {
+            let slot = to_usize(u64::from(slot));
+            let read = self.slots[slot];
+            assert_eq!(read.state, ReadState::Paced);
+            let size = record::record_size(read.payload_size as usize);
+            let scan = Scan {
+                sequential: read.sequential,
+                segment_end: read.segment_end,
+            };
+            let plan = self.plan(disk, stats, Expected::of(&read), size, scan);
+            if matches!(plan, Plan::Paced) {
+                break;
+            }
+            self.paced.pop_front();
+            self.plan_follow(disk, stats, events, slot, plan);
+        }
+    }
+
+    /// True when reads wait for the pace.
+    pub(super) fn has_paced(&self) -> bool {
+        !self.paced.is_empty()
+    }
+
+    /// The pace window starts keep (`read_pace.rs`).
+    pub(super) fn pace(&mut self) -> &mut super::read_pace::ReadPace {
+        self.ahead.pace()
+    }
+
+    /// `slot`, if it has a read buffer, or a free slot with one that takes its read over
+    /// (`slot`, a waiting slot, is freed); None when no read buffer is free.
+    fn with_buffer(&mut self, slot: usize) -> Option<usize> {
+        if self.slots[slot].buffer.is_some() {
+            return Some(slot);
+        }
+        let free = to_usize(u64::from(self.free.pop()?));
+        let buffer = self.slots[free].buffer;
+        self.slots[free] = Read {
+            buffer,
+            window: None,
+            ..self.slots[slot]
+        };
+        self.slots[slot].state = ReadState::Free;
+        self.waiters_free.push(slot_u32(slot));
+        Some(free)
     }
 
     /// Window `index`'s read completed with `result`: every read waiting on it is verified
@@ -440,23 +520,7 @@ impl Reads {
             }
             self.ahead.unhold(window);
             self.slots[slot].window = None;
-            let alone = if read.buffer.is_some() {
-                Some(slot)
-            } else {
-                self.free.pop().map(|free| {
-                    let free = to_usize(u64::from(free));
-                    let buffer = self.slots[free].buffer;
-                    self.slots[free] = Read {
-                        buffer,
-                        window: None,
-                        ..self.slots[slot]
-                    };
-                    self.slots[slot].state = ReadState::Free;
-                    self.waiters_free.push(slot_u32(slot));
-                    free
-                })
-            };
-            match alone {
+            match self.with_buffer(slot) {
                 Some(alone) => {
                     self.submit(disk, events, alone);
                     stats.reads_disk += 1;
@@ -575,7 +639,7 @@ impl Reads {
     pub(super) fn in_flight_on(&self, segment: SegmentId) -> bool {
         self.ahead.in_flight_on(segment)
             || self.slots.iter().any(|read| {
-                read.state == ReadState::InFlight
+                matches!(read.state, ReadState::InFlight | ReadState::Paced)
                     && match read.page {
                         Some(page) => page.run.segment == segment,
                         None => read.location.segment == segment,
@@ -653,6 +717,7 @@ impl Reads {
         let read = &mut self.slots[slot];
         read.location = location;
         read.payload_size = payload_size;
+        read.segment_end = segment_end;
         let scan = Scan {
             sequential: read.sequential,
             segment_end,
@@ -701,7 +766,9 @@ impl Reads {
                 Ok((read.entry, record::payload_of_decoded(bytes)))
             }
             ReadState::Failed(error) => Err(error),
-            ReadState::Free | ReadState::InFlight => panic!("read {slot:?} is not finished"),
+            ReadState::Free | ReadState::Paced | ReadState::InFlight => {
+                panic!("read {slot:?} is not finished")
+            }
         }
     }
 

@@ -30,6 +30,8 @@ pub struct Stats {
     pub reads_read_ahead: u64,
     /// Read-ahead windows read (`READ_AHEAD_WINDOW_SIZE` each, less at a segment's end).
     pub read_ahead_windows: u64,
+    /// Reads that waited for the pace to admit their window (`read_pace.rs`).
+    pub reads_paced: u64,
     /// Disk reads whose record failed verification (each is retried once).
     pub read_checksum_failures: u64,
     /// Torn tails truncated at open.

@@ -265,6 +265,11 @@ fn render_counters(out: &mut String, total: &ShardValues) {
             s.read_ahead_windows,
         ),
         (
+            "ringlog_reads_paced_total",
+            "reads that waited for the read pace while commits waited on the disk",
+            s.reads_paced,
+        ),
+        (
             "ringlog_connections_accepted_total",
             "connections accepted",
             s.connections_accepted,

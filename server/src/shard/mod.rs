@@ -283,6 +283,8 @@ struct Shard {
     traffic_bytes_at_tick: u64,
     /// Ticks in a row this shard's traffic stayed below the sorting limit.
     sort_quiet_ticks: u32,
+    /// Durable commits and their summed commit time at the last tick: what paces reads.
+    commits_at_tick: (u64, u64),
     /// The commit the stall watchdog last reported, until it completes.
     stall_reported: Option<engine::CommitInFlight>,
     /// The LAC may have moved or a deadline passed: scan the parked long polls this turn.

@@ -64,6 +64,7 @@ impl Shard {
             reads_disk: journal.reads_disk,
             reads_read_ahead: journal.reads_read_ahead,
             read_ahead_windows: journal.read_ahead_windows,
+            reads_paced: journal.reads_paced,
             compactions_sorting: journal.compactions_sorting,
             compactions_sorting_dropped: journal.compactions_sorting_dropped,
         };

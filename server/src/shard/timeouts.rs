@@ -28,6 +28,26 @@ impl Shard {
         self.bookie.journal.sorting_pause(paused);
     }
 
+    /// Paces catch-up reads (`--read-pace-percent`) for the next tick when this shard's
+    /// commits over the last one took longer on average than `read_pace_commit`: they queue
+    /// on the disk, and read-ahead windows would take the rest of it. Off again after a tick
+    /// whose commits were faster, or with none (nothing would earn the reads credit).
+    fn read_pace(&mut self) {
+        let Some(limit) = self.config.read_pace_commit else {
+            return;
+        };
+        let stats = self.bookie.journal.stats();
+        let now = (stats.commits_durable, stats.commit_io_us_total);
+        let (commits, io_us) = (
+            now.0.saturating_sub(self.commits_at_tick.0),
+            now.1.saturating_sub(self.commits_at_tick.1),
+        );
+        self.commits_at_tick = now;
+        let limit_us = u64::try_from(limit.as_micros()).unwrap_or(u64::MAX);
+        let slow = commits > 0 && io_us / commits > limit_us;
+        self.bookie.journal.read_pace_set(slow);
+    }
+
     /// Every 100 ms: close connections idle for longer than the idle timeout.
     pub(super) fn tick(&mut self) {
         let now = Instant::now();
@@ -44,6 +64,7 @@ impl Shard {
             .journal
             .compaction_grant(u64::try_from(grant).unwrap_or(u64::MAX));
         self.sorting_pace(elapsed);
+        self.read_pace();
         self.bookie
             .journal
             .removal_pace(limits::SEGMENT_REMOVALS_PER_TICK_MAX);

@@ -216,6 +216,38 @@ fn defaults_and_bounds() {
     .resolve(&[0])
     .unwrap();
     assert!(off.busy_poll.is_zero(), "0 turns polling off");
+    // Read pacing: 25% of the commits' bytes over 1 ms commits by default; 0 never paces
+    // (and then no tick turns it on); at most 100%; the commit time 100 us to 1 s.
+    assert_eq!(defaults.journal.read_pace_percent, 25);
+    assert_eq!(defaults.read_pace_commit, Some(Duration::from_millis(1)));
+    for (percent, valid) in [(0, true), (25, true), (100, true), (101, false)] {
+        let resolved = bad(ServeArgs {
+            read_pace_percent: Some(percent),
+            ..ServeArgs::default()
+        })
+        .resolve(&[0]);
+        assert_eq!(resolved.is_ok(), valid, "--read-pace-percent {percent}");
+        if let Ok(config) = resolved {
+            assert_eq!(config.journal.read_pace_percent, percent);
+            assert_eq!(config.read_pace_commit.is_some(), percent != 0);
+        }
+    }
+    for (us, valid) in [
+        (99, false),
+        (100, true),
+        (1_000_000, true),
+        (1_000_001, false),
+    ] {
+        let resolved = bad(ServeArgs {
+            read_pace_commit_us: Some(us),
+            ..ServeArgs::default()
+        })
+        .resolve(&[0]);
+        assert_eq!(resolved.is_ok(), valid, "--read-pace-commit-us {us}");
+        if let Ok(config) = resolved {
+            assert_eq!(config.read_pace_commit, Some(Duration::from_micros(us)));
+        }
+    }
 }
 
 #[test]
