@@ -50,6 +50,18 @@ struct Window {
     used: u64,
 }
 
+impl Window {
+    /// Where the bytes it holds end: all it reads while in flight, what it got once read.
+    fn held_end(&self) -> u64 {
+        self.start
+            + to_u64(match self.state {
+                WindowState::Free => 0,
+                WindowState::InFlight => self.length,
+                WindowState::Ready => self.valid,
+            })
+    }
+}
+
 /// One ledger being read: the highest entry read, and when.
 #[derive(Clone, Copy, Debug)]
 struct Stream {
@@ -170,26 +182,12 @@ impl ReadAhead {
         self.clock += 1;
         let clock = self.clock;
         // Windows are at most READ_AHEAD_WINDOW_SIZE long, so only those of `segment` that
-        // start at most that far before `position` can hold it: walk back from the last
-        // window starting at or before `position`.
-        let after = self
-            .by_position
-            .partition_point(|&(at_segment, start, _)| (at_segment, start) <= (segment, position));
-        let index = self.by_position[..after]
-            .iter()
-            .rev()
-            .take_while(|&&(at_segment, start, _)| {
-                at_segment == segment && start + to_u64(READ_AHEAD_WINDOW_SIZE) > position
-            })
-            .map(|&(_, _, index)| index)
+        // start at most that far before `position` can hold it.
+        let index = self
+            .starting_before(segment, position, to_u64(READ_AHEAD_WINDOW_SIZE))
             .find(|&index| {
                 let window = &self.windows[to_usize(u64::from(index))];
-                let held_end = match window.state {
-                    WindowState::Free => 0,
-                    WindowState::InFlight => window.length,
-                    WindowState::Ready => window.valid,
-                };
-                !window.stale && end <= window.start + to_u64(held_end)
+                !window.stale && end <= window.held_end()
             })?;
         let window = &mut self.windows[to_usize(u64::from(index))];
         window.used = clock;
@@ -200,6 +198,27 @@ impl ReadAhead {
         })
     }
 
+    /// The windows in use of `segment` that start at or before `position` and less than
+    /// `reach` bytes before it, nearest first: a binary search in `by_position`, then a walk
+    /// back, not a pass over every window (a shard may have 1024).
+    fn starting_before(
+        &self,
+        segment: SegmentId,
+        position: u64,
+        reach: u64,
+    ) -> impl Iterator<Item = u32> + '_ {
+        let after = self
+            .by_position
+            .partition_point(|&(at_segment, start, _)| (at_segment, start) <= (segment, position));
+        self.by_position[..after]
+            .iter()
+            .rev()
+            .take_while(move |&&(at_segment, start, _)| {
+                at_segment == segment && start + reach > position
+            })
+            .map(|&(_, _, index)| index)
+    }
+
     /// True when a window, in or in flight, holds the first byte at `position` of `segment`
     /// but not all of the `size` bytes from it: the record straddles that window's end.
     /// Records are packed, so nearly every window boundary of a scan cuts one; a window
@@ -207,23 +226,10 @@ impl ReadAhead {
     /// has already started (1 MiB read twice per 1 MiB window). Such a record is read alone.
     pub(super) fn straddles_end(&self, segment: SegmentId, position: u64, size: usize) -> bool {
         let end = position + to_u64(size);
-        let after = self
-            .by_position
-            .partition_point(|&(at_segment, start, _)| (at_segment, start) <= (segment, position));
-        self.by_position[..after]
-            .iter()
-            .rev()
-            .take_while(|&&(at_segment, start, _)| {
-                at_segment == segment && start + to_u64(READ_AHEAD_WINDOW_SIZE) > position
-            })
-            .any(|&(_, _, index)| {
+        self.starting_before(segment, position, to_u64(READ_AHEAD_WINDOW_SIZE))
+            .any(|index| {
                 let window = &self.windows[to_usize(u64::from(index))];
-                let held_end = window.start
-                    + to_u64(match window.state {
-                        WindowState::Free => 0,
-                        WindowState::InFlight => window.length,
-                        WindowState::Ready => window.valid,
-                    });
+                let held_end = window.held_end();
                 !window.stale && position < held_end && end > held_end
             })
     }
@@ -234,16 +240,8 @@ impl ReadAhead {
     /// most of that one again.
     pub(super) fn follows_window(&self, segment: SegmentId, position: u64) -> bool {
         let window_size = to_u64(READ_AHEAD_WINDOW_SIZE);
-        let after = self
-            .by_position
-            .partition_point(|&(at_segment, start, _)| (at_segment, start) <= (segment, position));
-        self.by_position[..after]
-            .iter()
-            .rev()
-            .take_while(|&&(at_segment, start, _)| {
-                at_segment == segment && start + 2 * window_size > position
-            })
-            .any(|&(_, _, index)| {
+        self.starting_before(segment, position, 2 * window_size)
+            .any(|index| {
                 let window = &self.windows[to_usize(u64::from(index))];
                 let end = window.start + to_u64(window.length);
                 !window.stale
