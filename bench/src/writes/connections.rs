@@ -193,10 +193,17 @@ impl Connections {
         let label = self.connections[index].label;
         if completion.result < 0 {
             let what = if is_send { "send" } else { "receive" };
-            return Err(format!(
-                "connection {label}: {what} failed: {}",
-                errno_error(completion.result)
-            ));
+            let error = errno_error(completion.result);
+            // A server that closes with our requests unread in its socket resets the
+            // connection instead of ending it: that is still the server going away, and
+            // which of the two the client sees depends on timing.
+            let reset = [libc::ECONNRESET, libc::EPIPE].contains(&-completion.result);
+            if reset {
+                return Err(format!(
+                    "connection {label} closed by the server ({what}: {error})"
+                ));
+            }
+            return Err(format!("connection {label}: {what} failed: {error}"));
         }
         let bytes = usize::try_from(completion.result).expect("checked non-negative");
         if is_send {
