@@ -4,7 +4,8 @@
 //! A catch-up reader reads a ledger in entry order, and in a sorted segment (or when it reads
 //! all the ledgers of a segment at once) its next records are the next bytes. So a read that
 //! follows the previous read of its ledger (`Streams`) reads `READ_AHEAD_WINDOW_SIZE` bytes
-//! from its record on, and every later read inside that window is served from memory: at
+//! from its record on (less where the next window in use begins: bytes are not read twice
+//! while a window holds them), and every later read inside that window is served from memory: at
 //! once if the window is in, or when it lands if it is in flight. A read past the middle of a
 //! window starts the next one, so a steady reader finds its records read before it asks.
 //!
@@ -251,16 +252,31 @@ impl ReadAhead {
             })
     }
 
-    /// Starts reading the window of `segment` that begins at the sector of `position` and
-    /// ends at most at `segment_end`, with `token`'s kind (the window's index is added).
-    /// None if the record does not fit a window, every window is busy, as many as allowed
-    /// are in flight (the read then goes alone), or the pace admits none now.
+    /// Where the first window in use of `segment` that begins after `position` begins.
+    fn next_held_start(&self, segment: SegmentId, position: u64) -> Option<u64> {
+        let after = self
+            .by_position
+            .partition_point(|&(at_segment, start, _)| (at_segment, start) <= (segment, position));
+        self.by_position[after..]
+            .iter()
+            .take_while(|&&(at_segment, _, _)| at_segment == segment)
+            .find(|&&(_, _, index)| !self.windows[to_usize(u64::from(index))].stale)
+            .map(|&(_, start, _)| start)
+    }
+
+    /// Starts reading the window of `segment` that begins at the sector of `position` (where
+    /// a record of `size` bytes is) and ends at most at `segment_end`, with `token`'s kind
+    /// (the window's index is added). The window stops where the next window in use begins,
+    /// record permitting: scans of neighbouring ledgers start windows at their own runs, and
+    /// windows that overran into one another read a third of a sorted segment twice. None if
+    /// every window is busy, as many as allowed are in flight (the read then goes alone), or
+    /// the pace admits none now.
     pub(super) fn start<D: Disk>(
         &mut self,
         disk: &mut D,
         token_kind: u64,
         segment: SegmentId,
-        position: u64,
+        (position, size): (u64, usize),
         segment_end: u64,
     ) -> Option<u32> {
         if self.in_flight >= READ_AHEAD_IN_FLIGHT_MAX
@@ -270,8 +286,13 @@ impl ReadAhead {
             return None;
         }
         let start = align_down_u64(position, to_u64(SECTOR_SIZE));
+        let record_end = align_up_u64(position + to_u64(size), to_u64(SECTOR_SIZE));
+        let next_held = self
+            .next_held_start(segment, start)
+            .map_or(u64::MAX, |next| next.max(record_end));
         let end = align_up_u64(segment_end, to_u64(SECTOR_SIZE))
-            .min(start + to_u64(READ_AHEAD_WINDOW_SIZE));
+            .min(start + to_u64(READ_AHEAD_WINDOW_SIZE))
+            .min(next_held);
         if end <= start {
             return None;
         }
@@ -374,8 +395,14 @@ impl ReadAhead {
         if self.find(window.segment, window_end, 1).is_some() {
             return false;
         }
-        self.start(disk, token_kind, window.segment, window_end, segment_end)
-            .is_some()
+        self.start(
+            disk,
+            token_kind,
+            window.segment,
+            (window_end, 1),
+            segment_end,
+        )
+        .is_some()
     }
 
     /// Window `index`'s read completed with `result` (bytes read, or a negative errno): it
@@ -543,7 +570,21 @@ mod tests {
                     } else {
                         SEGMENT_SIZE
                     };
-                    read_ahead.start(&mut disk, 0, segment, position, end.min(SEGMENT_SIZE));
+                    let next = read_ahead.next_held_start(segment, align_down_u64(position, 4096));
+                    let started = read_ahead.start(
+                        &mut disk,
+                        0,
+                        segment,
+                        (position, 1),
+                        end.min(SEGMENT_SIZE),
+                    );
+                    if let Some(index) = started {
+                        // It never reads into the next window in use, but for its one record.
+                        let window = read_ahead.windows[to_usize(u64::from(index))];
+                        let window_end = window.start + to_u64(window.length);
+                        let record_end = align_up_u64(position + 1, 4096);
+                        assert!(next.is_none_or(|next| window_end <= next.max(record_end)));
+                    }
                 }
                 2 => {
                     let in_flight = (0..windows)
@@ -603,6 +644,34 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_window_stops_where_the_next_one_in_use_begins() {
+        use crate::disk::sim::SimDisk;
+        let mut disk = SimDisk::new(1);
+        disk.buffers_allocate(&[READ_AHEAD_WINDOW_SIZE; 4]);
+        let segment = SegmentId(1);
+        disk.insert_segment(segment, vec![0; 8 << 20]);
+        disk.file_open(FileId::Segment(segment)).expect("sim file");
+        let mut read_ahead = ReadAhead::new((0..4).map(BufferId), 0);
+        let segment_end = 8 << 20;
+        let mib = 1 << 20;
+        let length = |read_ahead: &ReadAhead, index: Option<u32>| {
+            read_ahead.windows[to_usize(u64::from(index.expect("started")))].length
+        };
+        // A neighbour's scan started its window at 1.5 MiB: one started at 1 MiB stops there.
+        let next = read_ahead.start(&mut disk, 0, segment, (mib + mib / 2, 100), segment_end);
+        assert_eq!(length(&read_ahead, next), READ_AHEAD_WINDOW_SIZE);
+        let clipped = read_ahead.start(&mut disk, 0, segment, (mib, 100), segment_end);
+        assert_eq!(length(&read_ahead, clipped), to_usize(mib / 2));
+        // A record that runs into the next window is still read whole.
+        let straddling = read_ahead.start(&mut disk, 0, segment, (mib - 10, 8000), segment_end);
+        assert_eq!(length(&read_ahead, straddling), 4096 + 8192);
+        // A window of the segment replaced (stale) is no reason to stop.
+        read_ahead.forget(segment);
+        let after_stale = read_ahead.start(&mut disk, 0, segment, (0, 100), segment_end);
+        assert_eq!(length(&read_ahead, after_stale), READ_AHEAD_WINDOW_SIZE);
     }
 
     #[test]

@@ -327,7 +327,7 @@ impl Reads {
                             disk,
                             TOKEN_READ_AHEAD,
                             segment,
-                            position,
+                            (position, size),
                             scan.segment_end,
                         )
                     })
@@ -373,9 +373,13 @@ impl Reads {
         {
             return;
         }
-        let started = self
-            .ahead
-            .start(disk, TOKEN_READ_AHEAD, segment, position, segment_end);
+        let started = self.ahead.start(
+            disk,
+            TOKEN_READ_AHEAD,
+            segment,
+            (position, size),
+            segment_end,
+        );
         stats.read_ahead_windows += u64::from(started.is_some());
     }
 
