@@ -87,8 +87,9 @@ pub const SEND_BUFFER_SIZE: usize = 256 * 1024;
 /// 16 MiB ceiling alone would let it journal before it stalls.
 pub const OUTPUT_BYTES_READ_PAUSE: usize = 4 * SEND_BUFFER_SIZE;
 /// Ceiling on the unsent bytes a connection can reach from requests already accepted when
-/// the pause starts: the pause plus one full batch read response plus one largest entry.
-pub const OUTPUT_BYTES_MAX: usize = 16 * 1024 * 1024;
+/// the pause starts: the pause, a full response of every batch read it may run, and one
+/// largest entry.
+pub const OUTPUT_BYTES_MAX: usize = 32 * 1024 * 1024;
 
 /// Requests a shard may hold at once on behalf of each other shard (forwarded to it because it
 /// owns their ledgers). At the cap it stops taking that shard's forwarded requests.
@@ -109,6 +110,10 @@ pub const PEER_INBOX_MESSAGES_MAX: usize = 16;
 /// `maxBatchReadSize`: a batch read response holds at most this many bytes (protocol §2.7),
 /// except that the first entry is always included.
 pub const BATCH_READ_BYTES_MAX: usize = 5 * 1024 * 1024;
+/// Batch reads one client (a connection, or a peer shard's forwarded requests) runs at once;
+/// later ones wait in its input. A batch waits at each read-ahead window it needs, so with
+/// one at a time a catch-up reader's connection moved one batch per window latency.
+pub const BATCH_READS_PER_CLIENT_MAX: usize = 4;
 /// Entries per batch read when the request sets no count (`maxCount <= 0`), bounding the loop.
 pub const BATCH_READ_ENTRIES_MAX: usize = 65_536;
 
@@ -258,10 +263,21 @@ pub const GC_CHILDREN_MAX: usize = 100_000;
 
 const _: () = assert!(FRAME_SIZE_MAX_MIN <= FRAME_SIZE_MAX_LIMIT);
 const _: () = assert!(RECV_BUFFER_SIZE_INITIAL <= FRAME_SIZE_MAX_MIN as usize);
-// A whole batch response (the limit, or one largest entry past it) fits under the output cap,
-// so a lone batch never stops the socket.
+// Whole responses of every running batch (each at most the limit, or its one first entry
+// when that is larger, plus framing) and one largest single read fit under the output cap,
+// so running batches never stop the socket.
+const BATCH_READ_RESPONSE_BYTES_MAX: usize = wire::BATCH_READ_RESPONSE_FIXED_SIZE
+    + wire::BATCH_READ_RESPONSE_ITEM_PREFIX_SIZE
+    + if BATCH_READ_BYTES_MAX > RECORD_PAYLOAD_SIZE_MAX {
+        BATCH_READ_BYTES_MAX
+    } else {
+        RECORD_PAYLOAD_SIZE_MAX
+    };
 const _: () = assert!(
-    OUTPUT_BYTES_READ_PAUSE + BATCH_READ_BYTES_MAX + RECORD_PAYLOAD_SIZE_MAX <= OUTPUT_BYTES_MAX
+    OUTPUT_BYTES_READ_PAUSE
+        + BATCH_READS_PER_CLIENT_MAX * BATCH_READ_RESPONSE_BYTES_MAX
+        + RECORD_PAYLOAD_SIZE_MAX
+        <= OUTPUT_BYTES_MAX
 );
 const _: () = assert!(CONNECTIONS_MAX_DEFAULT <= CONNECTIONS_MAX_LIMIT);
 const _: () = assert!(REQUESTS_IN_FLIGHT_MAX_DEFAULT <= REQUESTS_IN_FLIGHT_MAX_LIMIT);

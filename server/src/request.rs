@@ -97,12 +97,12 @@ pub enum Step {
 }
 
 impl Bookie {
-    /// Ends `client`'s batch read (`Client::batch_finish`) and counts it: its bytes, and one
+    /// Ends `client`'s batch read on pending slot `slot` (`Client::batch_finish`) and counts it: its bytes, and one
     /// latency sample and result for the request (`reads` counted it when it started).
     /// Before, a catch-up consumer reading in batches moved none of the read metrics but
     /// `ringlog_reads_total`.
-    pub fn batch_end(&mut self, client: &mut Client, code: i32) {
-        let answered = client.batch_finish(code);
+    pub fn batch_end(&mut self, client: &mut Client, slot: u32, code: i32) {
+        let answered = client.batch_finish(slot, code);
         self.stats
             .read_answered(answered.received_at, answered.code, answered.body_bytes);
     }

@@ -1,5 +1,6 @@
-//! Batch reads (BATCH_READ_ENTRY, protocol §2.7): one per client at a time, read entry by
-//! entry into the client's batch response until a count, size or read ends it.
+//! Batch reads (BATCH_READ_ENTRY, protocol §2.7): up to `BATCH_READS_PER_CLIENT_MAX` per
+//! client at a time, each read entry by entry into its own response until a count, size or
+//! read ends it.
 
 use super::add::add_error_code;
 use super::client::Client;
@@ -10,8 +11,8 @@ use crate::limits;
 use engine::{AddError, LedgerId, ReadError, ReadOutcome};
 use wire::code;
 
-/// The one batch read a client may have running (batch reads are rare and large, so one at
-/// a time bounds the memory they hold).
+/// A running batch read (a client runs at most `BATCH_READS_PER_CLIENT_MAX`, which bounds
+/// the memory their responses hold).
 #[derive(Clone, Copy, Debug)]
 pub struct Batch {
     /// Its pending slot.
@@ -75,19 +76,18 @@ pub fn batch_fence(
     token: Token,
     master_key: &wire::MasterKey,
 ) -> Step {
-    let batch = client.batch.expect("batch_read_handle started it");
+    let batch = client.batch(token.slot);
     match bookie
         .journal
         .fence(token.encode(), LedgerId(batch.ledger), master_key)
     {
         Ok(()) => Step::Consumed,
         Err(AddError::StagingFull) => {
-            client.batch = None;
-            client.pending_remove(token.slot);
+            client.batch_abandon(token.slot);
             Step::Stall
         }
         Err(error) => {
-            bookie.batch_end(client, add_error_code(error));
+            bookie.batch_end(client, token.slot, add_error_code(error));
             Step::Consumed
         }
     }
@@ -98,12 +98,12 @@ pub fn batch_fence(
 pub fn batch_advance(bookie: &mut Bookie, client: &mut Client, token: Token) {
     // Bounded: every pass either adds an entry (at most count_max) or returns.
     loop {
-        let batch = client.batch.expect("a batch is running");
+        let batch = client.batch(token.slot);
         let entry = i64::try_from(batch.count)
             .ok()
             .and_then(|n| batch.start_entry.checked_add(n));
         let (Some(entry), true) = (entry, batch.count < batch.count_max) else {
-            bookie.batch_end(client, code::EOK);
+            bookie.batch_end(client, token.slot, code::EOK);
             return;
         };
         match bookie
@@ -111,8 +111,8 @@ pub fn batch_advance(bookie: &mut Bookie, client: &mut Client, token: Token) {
             .read(token.encode(), LedgerId(batch.ledger), read_target(entry))
         {
             Ok(ReadOutcome::Ready { body, .. }) => {
-                if !client.batch_push(body) {
-                    bookie.batch_end(client, code::EOK);
+                if !client.batch_push(token.slot, body) {
+                    bookie.batch_end(client, token.slot, code::EOK);
                     return;
                 }
             }
@@ -125,7 +125,7 @@ pub fn batch_advance(bookie: &mut Bookie, client: &mut Client, token: Token) {
                 return;
             }
             Err(error) => {
-                bookie.batch_end(client, read_error_code(error));
+                bookie.batch_end(client, token.slot, read_error_code(error));
                 return;
             }
         }

@@ -1,11 +1,13 @@
 //! A `Client` is anything requests come from and responses go to: a TCP connection, or a peer
 //! shard that forwarded requests for ledgers this shard owns (its responses are prefixed with
 //! the connection reference they answer, see `router`). It holds the pending-request table,
-//! the encoded responses, and the one batch read and READ_LAC it may have running; all of it
-//! is allocated when the client is created, so the request path allocates nothing.
+//! the encoded responses, the batch reads (`BATCH_READS_PER_CLIENT_MAX`) and the one READ_LAC
+//! it may have running; all of it is allocated when the client is created (a batch response
+//! buffer on first use), so the request path allocates nothing.
 
 use super::batch::Batch;
 use super::pending::{Pending, PendingOp};
+use crate::limits::BATCH_READS_PER_CLIENT_MAX;
 use wire::{code, v3 as wire_v3};
 
 /// The request side of a connection or peer; see the module docs.
@@ -21,10 +23,13 @@ pub struct Client {
     pending_max: usize,
     /// Encoded responses not yet handed to a send.
     pub out: Vec<u8>,
-    /// The running batch read, if any.
-    pub batch: Option<Batch>,
-    /// The running batch read's response under construction.
-    pub batch_out: Vec<u8>,
+    /// The running batch reads, each found by its pending slot. Several at once, because a
+    /// batch waits at every read-ahead window it needs: one at a time held a catch-up
+    /// reader's connection (and a peer shard's whole stream of forwarded batches) to one
+    /// window's latency per batch.
+    batches: [Option<Batch>; BATCH_READS_PER_CLIENT_MAX],
+    /// `batches[i]`'s response under construction (grows on first use, then kept).
+    batch_outs: [Vec<u8>; BATCH_READS_PER_CLIENT_MAX],
     /// Requests forwarded to other shards and not yet answered.
     pub forwarded_in_flight: usize,
     /// The pending slot of the one v3 READ_LAC a client may have running.
@@ -49,8 +54,8 @@ impl Client {
             pending_free: Vec::with_capacity(pending_max),
             pending_max,
             out: Vec::with_capacity(output_capacity),
-            batch: None,
-            batch_out: Vec::new(),
+            batches: [None; BATCH_READS_PER_CLIENT_MAX],
+            batch_outs: std::array::from_fn(|_| Vec::new()),
             forwarded_in_flight: 0,
             read_lac: None,
             read_lac_body: Vec::new(),
@@ -74,7 +79,7 @@ impl Client {
     /// True when nothing is in flight and nothing waits to be sent.
     #[must_use]
     pub fn is_idle(&self) -> bool {
-        self.in_flight() == 0 && self.out.is_empty() && self.batch.is_none()
+        self.in_flight() == 0 && self.out.is_empty() && self.batches.iter().all(Option::is_none)
     }
 
     /// Takes a free pending slot (the table never reallocates: its capacity is the cap).
@@ -211,12 +216,37 @@ impl Client {
         wire::encode_batch_read_response_finish(&mut self.out, start);
     }
 
-    /// Starts the batch response in `batch_out`.
+    /// True when another batch read may start.
+    #[must_use]
+    pub fn batch_has_room(&self) -> bool {
+        self.batches.iter().any(Option::is_none)
+    }
+
+    /// Where the running batch of pending slot `slot` is.
+    fn batch_index(&self, slot: u32) -> usize {
+        self.batches
+            .iter()
+            .position(|batch| batch.is_some_and(|batch| batch.slot == slot))
+            .expect("a batch is running on this pending slot")
+    }
+
+    /// The running batch of pending slot `slot`.
+    #[must_use]
+    pub fn batch(&self, slot: u32) -> Batch {
+        self.batches[self.batch_index(slot)].expect("found running")
+    }
+
+    /// Starts `batch` (its pending slot taken) and its response.
     pub fn batch_response_begin(&mut self, batch: Batch) {
-        assert!(self.batch.is_none(), "one batch read per client at a time");
-        self.batch_out.clear();
+        let index = self
+            .batches
+            .iter()
+            .position(Option::is_none)
+            .expect("batch_has_room was checked");
+        let out = &mut self.batch_outs[index];
+        out.clear();
         let start = wire::encode_batch_read_response_begin(
-            &mut self.batch_out,
+            out,
             batch.version,
             code::EOK,
             batch.ledger,
@@ -224,28 +254,40 @@ impl Client {
             batch.request_id,
         );
         assert_eq!(start, 0);
-        self.batch = Some(batch);
+        self.batches[index] = Some(batch);
     }
 
-    /// Adds one entry to the running batch if §2.7's size rule admits it (the first entry
-    /// always). Returns false when the entry ends the batch instead.
-    pub fn batch_push(&mut self, body: &[u8]) -> bool {
-        let batch = self.batch.as_mut().expect("a batch is running");
+    /// Adds one entry to the batch of pending slot `slot` if §2.7's size rule admits it (the
+    /// first entry always). Returns false when the entry ends the batch instead.
+    pub fn batch_push(&mut self, slot: u32, body: &[u8]) -> bool {
+        let index = self.batch_index(slot);
+        let batch = self.batches[index].as_mut().expect("found running");
         let size = batch.size + wire::BATCH_READ_RESPONSE_ITEM_PREFIX_SIZE + body.len();
         if batch.count > 0 && size > batch.size_limit {
             return false;
         }
         batch.size = size;
         batch.count += 1;
-        wire::encode_batch_read_response_push(&mut self.batch_out, body);
+        wire::encode_batch_read_response_push(&mut self.batch_outs[index], body);
         true
     }
 
-    /// Ends the running batch: EOK with the entries so far, or `code` with none if no entry
-    /// was read. Frees its pending slot. Returns what the stats count (`batch_end`).
+    /// Drops the batch of pending slot `slot` unanswered and frees the slot: its request is
+    /// left in the input and taken again (a fencing batch that found staging full).
+    pub fn batch_abandon(&mut self, slot: u32) {
+        let index = self.batch_index(slot);
+        self.batches[index] = None;
+        self.batch_outs[index].clear();
+        self.pending_remove(slot);
+    }
+
+    /// Ends the batch of pending slot `slot`: EOK with the entries so far, or `code` with
+    /// none if no entry was read. Frees its pending slot. Returns what the stats count
+    /// (`batch_end`).
     #[must_use]
-    pub fn batch_finish(&mut self, code: i32) -> BatchAnswered {
-        let batch = self.batch.take().expect("a batch is running");
+    pub fn batch_finish(&mut self, slot: u32, code: i32) -> BatchAnswered {
+        let index = self.batch_index(slot);
+        let batch = self.batches[index].take().expect("found running");
         let answered = BatchAnswered {
             received_at: self.pending(batch.slot).received_at,
             code: if batch.count == 0 { code } else { code::EOK },
@@ -256,11 +298,11 @@ impl Client {
         if batch.count == 0 && code != code::EOK {
             self.respond_batch_error(&batch, code);
         } else {
-            wire::encode_batch_read_response_finish(&mut self.batch_out, 0);
+            wire::encode_batch_read_response_finish(&mut self.batch_outs[index], 0);
             self.reply_prefix(batch.reply_to);
-            self.out.extend_from_slice(&self.batch_out);
+            self.out.extend_from_slice(&self.batch_outs[index]);
         }
-        self.batch_out.clear();
+        self.batch_outs[index].clear();
         self.pending_remove(batch.slot);
         answered
     }

@@ -151,7 +151,7 @@ pub fn read_retry_push(bookie: &mut Bookie, client: &mut Client, token: Token, o
         return;
     }
     match op {
-        PendingOp::BatchRetry => bookie.batch_end(client, code::ETOOMANYREQUESTS),
+        PendingOp::BatchRetry => bookie.batch_end(client, token.slot, code::ETOOMANYREQUESTS),
         _ => {
             let pending = client.pending(token.slot);
             let busy = code::ETOOMANYREQUESTS;

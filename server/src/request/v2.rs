@@ -115,7 +115,7 @@ fn respond_bad_version(client: &mut Client, origin: Origin, request: &Request<'_
     }
 }
 
-/// BATCH_READ_ENTRY (protocol §2.7): one batch at a time per client.
+/// BATCH_READ_ENTRY (protocol §2.7): up to `BATCH_READS_PER_CLIENT_MAX` at a time per client.
 fn batch_read_handle(
     bookie: &mut Bookie,
     client: &mut Client,
@@ -151,7 +151,7 @@ fn batch_read_handle(
     if let Some(step) = forward(bookie, client, origin, ledger_id, fencing, frame) {
         return step;
     }
-    if client.batch.is_some() {
+    if !client.batch_has_room() {
         return Step::Stall;
     }
     let op = if fencing {

@@ -74,7 +74,7 @@ impl Shard {
                 client.pending_remove(token.slot);
             }
             PendingOp::FenceBatch if durable => batch_advance(bookie, client, token),
-            PendingOp::FenceBatch => bookie.batch_end(client, code::EIO),
+            PendingOp::FenceBatch => bookie.batch_end(client, token.slot, code::EIO),
             op => unreachable!("durable event for a pending {op:?}"),
         }
     }
@@ -204,15 +204,15 @@ impl Shard {
                 }
                 // An entry the size rule refuses ends the batch with what it has.
                 (PendingOp::Batch, Ok((_, body))) => {
-                    if client.batch_push(body) {
+                    if client.batch_push(token.slot, body) {
                         Some(PendingOp::Batch)
                     } else {
-                        bookie.batch_end(client, code::EOK);
+                        bookie.batch_end(client, token.slot, code::EOK);
                         None
                     }
                 }
                 (PendingOp::Batch, Err(error)) => {
-                    bookie.batch_end(client, read_error_code(error));
+                    bookie.batch_end(client, token.slot, read_error_code(error));
                     None
                 }
                 (op, _) => unreachable!("read completion for a pending {op:?}"),

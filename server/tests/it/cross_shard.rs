@@ -70,3 +70,99 @@ fn requests_for_other_shards_ledgers_are_answered() {
     );
     assert_eq!(forwarded, exited.summary_total("forwarded_served"));
 }
+
+/// Batch reads pipelined on every connection, more than a client runs at once
+/// (`BATCH_READS_PER_CLIENT_MAX`), from disk after a restart so that they wait on reads and
+/// overlap (on their own connection and, forwarded, on the peer shard's): each is answered
+/// once, under its own request id, with its own entries; single reads between them too.
+#[test]
+fn pipelined_batch_reads_are_answered_each_with_its_own_entries() {
+    if !uring_available() {
+        return;
+    }
+    const LEDGERS: i64 = 6;
+    const ENTRIES: i64 = 400;
+    const BATCHES_PER_CONNECTION: i64 = 12;
+    const COUNT: i32 = 40;
+    let dir = TestDir::new("cross-shard-batches");
+    let server = Server::start(&dir.0, 2, &[]);
+    let mut client = server.connect();
+    for ledger in 1..=LEDGERS {
+        for entry in 0..ENTRIES {
+            client.send_add(0, &KEY, ledger, entry);
+        }
+        for _ in 0..ENTRIES {
+            assert!(matches!(
+                client.recv(),
+                Reply::Add {
+                    code: code::EOK,
+                    ..
+                }
+            ));
+        }
+    }
+    drop(client);
+    assert_eq!(server.terminate().status.code(), Some(0));
+    let server = Server::start(&dir.0, 2, &[]);
+    let mut clients: Vec<Client> = (0..4).map(|_| server.connect()).collect();
+    let mut expected = std::collections::HashMap::new();
+    for (connection, client) in (0..).zip(clients.iter_mut()) {
+        for batch in 0..BATCHES_PER_CONNECTION {
+            let ledger = 1 + (connection + batch) % LEDGERS;
+            let start = (batch * 29 + connection * 7) % (ENTRIES - 20);
+            let request_id = connection * 1000 + batch;
+            let mut frame = Vec::new();
+            wire::client::encode_batch_read_request(
+                &mut frame,
+                0,
+                ledger,
+                start,
+                request_id,
+                COUNT,
+                1 << 20,
+                None,
+            );
+            client.send(&frame);
+            if batch % 4 == 0 {
+                client.send_read(0, ledger, start + 3, None);
+            }
+            let end = (start + i64::from(COUNT)).min(ENTRIES);
+            let entries: Vec<Vec<u8>> = (start..end).map(|entry| body(ledger, entry)).collect();
+            expected.insert(request_id, (ledger, start, entries));
+        }
+    }
+    for (connection, client) in (0..).zip(clients.iter_mut()) {
+        let (mut batches, mut reads) = (0, 0);
+        while batches < BATCHES_PER_CONNECTION || reads < BATCHES_PER_CONNECTION / 4 {
+            match client.recv() {
+                Reply::Batch {
+                    code: code::EOK,
+                    ledger,
+                    start,
+                    request_id,
+                    entries,
+                } => {
+                    assert_eq!(request_id / 1000, connection, "another connection's batch");
+                    let (l, s, want) = expected.remove(&request_id).expect("answered once");
+                    assert_eq!((ledger, start), (l, s), "request {request_id}");
+                    assert!(entries == want, "request {request_id}: wrong entries");
+                    batches += 1;
+                }
+                Reply::Read {
+                    code: code::EOK,
+                    ledger,
+                    entry,
+                    body: read,
+                    ..
+                } => {
+                    assert_eq!(read, body(ledger, entry));
+                    reads += 1;
+                }
+                other => panic!("connection {connection}: unexpected reply {other:?}"),
+            }
+        }
+    }
+    assert!(expected.is_empty());
+    drop(clients);
+    assert_eq!(server.terminate().status.code(), Some(0));
+}
