@@ -112,8 +112,15 @@ pub const PEER_INBOX_MESSAGES_MAX: usize = 16;
 pub const BATCH_READ_BYTES_MAX: usize = 5 * 1024 * 1024;
 /// Batch reads one client (a connection, or a peer shard's forwarded requests) runs at once;
 /// later ones wait in its input. A batch waits at each read-ahead window it needs, so with
-/// one at a time a catch-up reader's connection moved one batch per window latency.
+/// one at a time a catch-up reader's connection moved one batch per window latency. The
+/// first runs in the client's own buffer, the others in ones the shard lends
+/// (`BATCH_READ_BUFFERS_SHARED_MAX`).
 pub const BATCH_READS_PER_CLIENT_MAX: usize = 4;
+/// Response buffers per shard for a client's second and later running batch reads (its
+/// first uses its own, as when one ran at a time). None free: the batch waits in the input.
+/// Each grows to the largest response it held (at most `BATCH_READ_BYTES_MAX` or one
+/// largest entry), so they hold at most 16 x 5 MiB per shard.
+pub const BATCH_READ_BUFFERS_SHARED_MAX: usize = 16;
 /// Entries per batch read when the request sets no count (`maxCount <= 0`), bounding the loop.
 pub const BATCH_READ_ENTRIES_MAX: usize = 65_536;
 

@@ -67,6 +67,10 @@ pub struct Bookie {
     pub data_dir: std::path::PathBuf,
     /// Largest request frame, length prefix included.
     pub frame_size_max: u32,
+    /// Response buffers for a client's second and later running batch reads, lent per
+    /// batch and given back when it ends (`BATCH_READ_BUFFERS_SHARED_MAX`): what batch reads
+    /// running side by side may hold is bounded per shard, not per connection.
+    pub batch_buffers: Vec<Vec<u8>>,
     /// The shard's counters.
     pub stats: ShardStats,
     /// Something happened this turn: do not sleep.
@@ -102,7 +106,7 @@ impl Bookie {
     /// Before, a catch-up consumer reading in batches moved none of the read metrics but
     /// `ringlog_reads_total`.
     pub fn batch_end(&mut self, client: &mut Client, slot: u32, code: i32) {
-        let answered = client.batch_finish(slot, code);
+        let answered = client.batch_finish(slot, code, &mut self.batch_buffers);
         self.stats
             .read_answered(answered.received_at, answered.code, answered.body_bytes);
     }

@@ -83,7 +83,7 @@ pub fn batch_fence(
     {
         Ok(()) => Step::Consumed,
         Err(AddError::StagingFull) => {
-            client.batch_abandon(token.slot);
+            client.batch_abandon(token.slot, &mut bookie.batch_buffers);
             Step::Stall
         }
         Err(error) => {

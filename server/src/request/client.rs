@@ -28,7 +28,9 @@ pub struct Client {
     /// reader's connection (and a peer shard's whole stream of forwarded batches) to one
     /// window's latency per batch.
     batches: [Option<Batch>; BATCH_READS_PER_CLIENT_MAX],
-    /// `batches[i]`'s response under construction (grows on first use, then kept).
+    /// `batches[i]`'s response under construction: the client's own for `batches[0]` (grows
+    /// on first use, then kept), one lent by the shard (`Bookie::batch_buffers`) for the
+    /// others while they run, empty otherwise.
     batch_outs: [Vec<u8>; BATCH_READS_PER_CLIENT_MAX],
     /// Requests forwarded to other shards and not yet answered.
     pub forwarded_in_flight: usize,
@@ -216,10 +218,12 @@ impl Client {
         wire::encode_batch_read_response_finish(&mut self.out, start);
     }
 
-    /// True when another batch read may start.
+    /// True when another batch read may start: its own buffer is free, or another slot is
+    /// and the shard has a buffer to lend (`shared`).
     #[must_use]
-    pub fn batch_has_room(&self) -> bool {
-        self.batches.iter().any(Option::is_none)
+    pub fn batch_has_room(&self, shared: &[Vec<u8>]) -> bool {
+        self.batches[0].is_none()
+            || (!shared.is_empty() && self.batches.iter().any(Option::is_none))
     }
 
     /// Where the running batch of pending slot `slot` is.
@@ -236,13 +240,17 @@ impl Client {
         self.batches[self.batch_index(slot)].expect("found running")
     }
 
-    /// Starts `batch` (its pending slot taken) and its response.
-    pub fn batch_response_begin(&mut self, batch: Batch) {
+    /// Starts `batch` (its pending slot taken) and its response, in a buffer of `shared` if
+    /// its own is in use.
+    pub fn batch_response_begin(&mut self, batch: Batch, shared: &mut Vec<Vec<u8>>) {
         let index = self
             .batches
             .iter()
             .position(Option::is_none)
             .expect("batch_has_room was checked");
+        if index > 0 {
+            self.batch_outs[index] = shared.pop().expect("batch_has_room was checked");
+        }
         let out = &mut self.batch_outs[index];
         out.clear();
         let start = wire::encode_batch_read_response_begin(
@@ -274,18 +282,42 @@ impl Client {
 
     /// Drops the batch of pending slot `slot` unanswered and frees the slot: its request is
     /// left in the input and taken again (a fencing batch that found staging full).
-    pub fn batch_abandon(&mut self, slot: u32) {
+    pub fn batch_abandon(&mut self, slot: u32, shared: &mut Vec<Vec<u8>>) {
         let index = self.batch_index(slot);
         self.batches[index] = None;
-        self.batch_outs[index].clear();
+        self.batch_out_release(index, shared);
         self.pending_remove(slot);
+    }
+
+    /// Empties `batch_outs[index]`, giving a lent buffer back to `shared`.
+    fn batch_out_release(&mut self, index: usize, shared: &mut Vec<Vec<u8>>) {
+        self.batch_outs[index].clear();
+        if index > 0 {
+            assert!(shared.len() < shared.capacity(), "a buffer comes back once");
+            shared.push(std::mem::take(&mut self.batch_outs[index]));
+        }
+    }
+
+    /// Gives the buffers of running batches back to `shared`: the client is going away
+    /// with them unanswered (a closed connection).
+    pub fn batch_buffers_return(&mut self, shared: &mut Vec<Vec<u8>>) {
+        for index in 1..BATCH_READS_PER_CLIENT_MAX {
+            if self.batches[index].take().is_some() {
+                self.batch_out_release(index, shared);
+            }
+        }
     }
 
     /// Ends the batch of pending slot `slot`: EOK with the entries so far, or `code` with
     /// none if no entry was read. Frees its pending slot. Returns what the stats count
     /// (`batch_end`).
     #[must_use]
-    pub fn batch_finish(&mut self, slot: u32, code: i32) -> BatchAnswered {
+    pub fn batch_finish(
+        &mut self,
+        slot: u32,
+        code: i32,
+        shared: &mut Vec<Vec<u8>>,
+    ) -> BatchAnswered {
         let index = self.batch_index(slot);
         let batch = self.batches[index].take().expect("found running");
         let answered = BatchAnswered {
@@ -302,7 +334,7 @@ impl Client {
             self.reply_prefix(batch.reply_to);
             self.out.extend_from_slice(&self.batch_outs[index]);
         }
-        self.batch_outs[index].clear();
+        self.batch_out_release(index, shared);
         self.pending_remove(batch.slot);
         answered
     }

@@ -151,7 +151,7 @@ fn batch_read_handle(
     if let Some(step) = forward(bookie, client, origin, ledger_id, fencing, frame) {
         return step;
     }
-    if !client.batch_has_room() {
+    if !client.batch_has_room(&bookie.batch_buffers) {
         return Step::Stall;
     }
     let op = if fencing {
@@ -165,7 +165,11 @@ fn batch_read_handle(
     };
     batch.slot = slot;
     batch_limits_set(&mut batch, max_count, max_size);
-    client.batch_response_begin(batch);
+    let shared_free = bookie.batch_buffers.len();
+    client.batch_response_begin(batch, &mut bookie.batch_buffers);
+    if bookie.batch_buffers.len() < shared_free {
+        bookie.stats.batch_reads_side_by_side += 1;
+    }
     bookie.stats.reads += 1;
     let token = token_new(client, origin, slot);
     match master_key {

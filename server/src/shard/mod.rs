@@ -171,6 +171,10 @@ pub struct ShardStats {
     pub polls_paused_run_delay: u64,
     /// Commits reported by the stall watchdog (in flight longer than `--commit-stall-ms`).
     pub commits_stalled: u64,
+    /// Batch reads that ran beside another of their client's, in a buffer the shard lent.
+    pub batch_reads_side_by_side: u64,
+    /// At exit: lent batch buffers not given back (0 unless one was lost).
+    pub batch_buffers_lent: u64,
     /// Requests decoded and handled (staged, answered or forwarded) from connections.
     pub requests_handled: u64,
     /// Sum over those requests of the time from their recv's completion to their handling,
@@ -400,6 +404,8 @@ impl Shard {
             }
         }
         let switches_end = Thread::context_switches();
+        let lent = crate::limits::BATCH_READ_BUFFERS_SHARED_MAX - self.bookie.batch_buffers.len();
+        self.bookie.stats.batch_buffers_lent = u64::try_from(lent).expect("small");
         ShardReport {
             id: self.id,
             core: self.core,

@@ -100,6 +100,12 @@ impl Shard {
             .take()
             .expect("live connection");
         assert_eq!(connection.operations_in_flight, 0);
+        // Its batches may still be running (their reads' completions will find no client):
+        // the buffers they borrowed go back.
+        let mut connection = connection;
+        connection
+            .client
+            .batch_buffers_return(&mut self.bookie.batch_buffers);
         self.net.release(connection.recv_buffer);
         self.net.release(connection.send_buffer);
         let generation = &mut self.connections.generations[index as usize];

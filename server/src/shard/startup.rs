@@ -147,6 +147,7 @@ impl Shard {
             read_retry: VecDeque::with_capacity(limits::READ_RETRY_QUEUE_MAX),
             parked: Vec::with_capacity(limits::PARKED_READS_MAX),
             parked_deadline_next: None,
+            batch_buffers: vec![Vec::new(); limits::BATCH_READ_BUFFERS_SHARED_MAX],
             data_dir: config.shard_data_dir(usize::from(id)).to_path_buf(),
             frame_size_max: config.frame_size_max,
             stats: ShardStats::default(),

@@ -164,5 +164,50 @@ fn pipelined_batch_reads_are_answered_each_with_its_own_entries() {
     }
     assert!(expected.is_empty());
     drop(clients);
-    assert_eq!(server.terminate().status.code(), Some(0));
+    let exited = server.terminate();
+    assert_eq!(exited.status.code(), Some(0));
+    assert!(
+        exited.summary_total("batch_reads_side_by_side") > 0,
+        "no batch ran beside another: {:?}",
+        exited.summaries()
+    );
+    assert_eq!(exited.summary_total("batch_buffers_lent"), 0);
+    // Connections closed (a bad frame) while their batches wait on the disk give the
+    // buffers lent to them back, and batch reads go on side by side afterwards.
+    let server = Server::start(&dir.0, 2, &[]);
+    for round in 0..8 {
+        let mut client = server.connect();
+        for batch in 0..4 {
+            let mut frame = Vec::new();
+            let ledger = 1 + (round + batch) % LEDGERS;
+            wire::client::encode_batch_read_request(
+                &mut frame,
+                0,
+                ledger,
+                0,
+                batch,
+                COUNT,
+                1 << 20,
+                None,
+            );
+            client.send(&frame);
+        }
+        client.send(&[0x7f, 0xff, 0xff, 0xff]);
+        assert!(client.is_closed_by_server());
+    }
+    let mut client = server.connect();
+    for batch in 0..4 {
+        let (status, entries) = client.batch_read(1 + batch, 50, COUNT, 1 << 20);
+        assert_eq!(status, code::EOK);
+        assert_eq!(entries.len(), usize::try_from(COUNT).unwrap());
+    }
+    drop(client);
+    let exited = server.terminate();
+    assert_eq!(exited.status.code(), Some(0));
+    assert_eq!(
+        exited.summary_total("batch_buffers_lent"),
+        0,
+        "{:?}",
+        exited.summaries()
+    );
 }
