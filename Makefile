@@ -25,7 +25,7 @@ CHURN_SECONDS ?= 600
 METRICS_PAIRS ?= 3
 METRICS_SECONDS ?= 10
 
-.PHONY: help deps shellcheck-deps zk-deps fuzz-smoke build check test sim crash crash-deletes bench bench-disk bench-journal latency-stages neighbour retention churn interop interop-pulsar disk-full compare compare-catchup compare-pulsar metrics-check metrics-overhead ci clean
+.PHONY: help deps shellcheck-deps zk-deps fuzz-smoke build check test sim crash crash-deletes bench bench-disk bench-journal latency-stages neighbour retention churn interop interop-pulsar disk-full compare compare-catchup compare-pulsar metrics-check metrics-overhead busy-reads ci clean
 COMPARE_PAIRS ?= 3
 COMPARE_SECONDS ?= 20
 # The catch-up read workload of `make compare` (issue 15); QUICK=true makes it small.
@@ -165,6 +165,12 @@ compare-pulsar: build
 	cd interop-pulsar && mvn -B -q compile
 	COMPARE_WORKLOADS=pulsar scripts/compare.sh $(RELEASE) $(RESULTS_DIR) \
 	  $(or $(PAIRS),$(COMPARE_PAIRS)) $(COMPARE_SECONDS)
+
+## Issue 32: catch-up reads beside 60k adds/s (BUSY_LEDGERS "50 500"): one ledger, then all, read cold after a restart; write p99 with and without, disk bytes per byte served, WA; results/busy-reads-*/ (JSON, MD, PNG); BOOKIE=java for the Java bookie.
+busy-reads: build
+	python3 -c 'import matplotlib, hdrh' 2>/dev/null || pip install -q matplotlib hdrhistogram
+	$(if $(filter java,$(BOOKIE)),cd interop && mvn -B -q compile)
+	BOOKIE=$(BOOKIE) scripts/busy_reads.sh $(RELEASE) $(RESULTS_DIR)
 
 ## Issue 17: a short load, then /metrics parsed by the Prometheus Python client's parser (pip prometheus-client).
 metrics-check: build

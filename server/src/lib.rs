@@ -405,13 +405,13 @@ pub fn summary_line(report: &ShardReport) -> String {
          commit_staging_us_avg={:.1} commit_io_us_avg={:.1} | journal records={} \
          entries_durable={} bytes_written={} staging_full={} segments_created={} \
          segment_create_failures={} reads_cached={} reads_disk={} reads_read_ahead={} \
-         read_ahead_windows={} reads_paced={} read_checksum_failures={} \
+         read_ahead_windows={} reads_paced={} read_disk_bytes={} read_checksum_failures={} \
          torn_tail_truncations={} segments_sealed={} index_bytes_written={} \
          checkpoints_written={} seal_failures={} index_page_reads={} index_page_hits={} \
          metadata_calls={} metadata_us_avg={:.1} metadata_us_max={} ledgers_deleted={} \
          segments_removed={} segment_bytes_removed={} segments_recycled={} zero_ahead_bytes={} \
          compactions_done={} compactions_sorting={} compactions_sorting_dropped={} \
-         compaction_bytes_written={} compaction_bytes_freed={} compaction_failures={} \
+         compaction_bytes_written={} compaction_bytes_read={} compaction_bytes_freed={} compaction_failures={} \
          compaction_refusals={}",
         report.id,
         report.core,
@@ -451,6 +451,7 @@ pub fn summary_line(report: &ShardReport) -> String {
         journal.reads_read_ahead,
         journal.read_ahead_windows,
         journal.reads_paced,
+        journal.read_disk_bytes,
         journal.read_checksum_failures,
         journal.torn_tail_truncations,
         journal.segments_sealed,
@@ -472,6 +473,7 @@ pub fn summary_line(report: &ShardReport) -> String {
         journal.compactions_sorting,
         journal.compactions_sorting_dropped,
         journal.compaction_bytes_written,
+        journal.compaction_bytes_read,
         journal.compaction_bytes_freed,
         journal.compaction_failures,
         journal.compaction_refusals,

@@ -175,6 +175,8 @@ shard_scalars! {
     compaction_bytes_written,
     compaction_bytes_freed,
     compaction_failures,
+    /// Bytes compaction read back (slot pages and the records it copies).
+    compaction_bytes_read,
     /// Reads served from memory and from disk (alone, or through a read-ahead window), the
     /// windows read, and the reads that waited for the read pace.
     reads_cached,
@@ -182,6 +184,8 @@ shard_scalars! {
     reads_read_ahead,
     read_ahead_windows,
     reads_paced,
+    /// Bytes the disk read for reads (their records, index pages, read-ahead windows).
+    read_disk_bytes,
     /// Compactions started to sort a segment by (ledger, entry).
     compactions_sorting,
     /// Paused sorts dropped because space was needed.

@@ -462,7 +462,18 @@ impl<D: Disk> Journal<D> {
             let slot = to_usize(completion.token & !TOKEN_KIND_MASK);
             let (op, result) = (completion.op, completion.result);
             let (disk, stats) = (&mut self.disk, &mut self.stats);
-            match completion.token & TOKEN_KIND_MASK {
+            let kind = completion.token & TOKEN_KIND_MASK;
+            // What the disk read, split between the readers and compaction's read-back: a
+            // catch-up read's cost is its disk bytes per byte served (docs/metrics.md).
+            if op == crate::disk::DiskOp::Read {
+                let bytes = u64::try_from(result).unwrap_or(0);
+                match kind {
+                    TOKEN_READ | TOKEN_READ_AHEAD => stats.read_disk_bytes += bytes,
+                    TOKEN_COMPACT => stats.compaction_bytes_read += bytes,
+                    _ => {}
+                }
+            }
+            match kind {
                 TOKEN_COMMIT => self.on_commit(slot, op, result),
                 TOKEN_READ => self.read_on_complete(slot, result),
                 TOKEN_READ_AHEAD => {

@@ -30,6 +30,8 @@ pub struct Stats {
     pub reads_read_ahead: u64,
     /// Read-ahead windows read (`READ_AHEAD_WINDOW_SIZE` each, less at a segment's end).
     pub read_ahead_windows: u64,
+    /// Bytes the disk read for reads: their own records, index pages and read-ahead windows.
+    pub read_disk_bytes: u64,
     /// Reads that waited for the pace to admit their window (`read_pace.rs`).
     pub reads_paced: u64,
     /// Disk reads whose record failed verification (each is retried once).
@@ -92,6 +94,8 @@ pub struct Stats {
     /// Bytes compaction wrote (copies and their indexes), and segment file bytes it gave back.
     pub compaction_bytes_written: u64,
     pub compaction_bytes_freed: u64,
+    /// Bytes compaction read back: slot pages and the records it copies.
+    pub compaction_bytes_read: u64,
     /// Compaction jobs abandoned after an I/O error (retried later).
     pub compaction_failures: u64,
     /// Segments taken out of compaction because a record or index page failed its check.

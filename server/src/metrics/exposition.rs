@@ -265,6 +265,11 @@ fn render_counters(out: &mut String, total: &ShardValues) {
             s.read_ahead_windows,
         ),
         (
+            "ringlog_read_disk_bytes_total",
+            "bytes the disk read for reads: their records, index pages, read-ahead windows",
+            s.read_disk_bytes,
+        ),
+        (
             "ringlog_reads_paced_total",
             "reads that waited for the read pace while commits waited on the disk",
             s.reads_paced,
@@ -323,6 +328,11 @@ fn render_counters(out: &mut String, total: &ShardValues) {
             "ringlog_gc_compaction_bytes_written_total",
             "bytes compaction wrote",
             s.compaction_bytes_written,
+        ),
+        (
+            "ringlog_gc_compaction_bytes_read_total",
+            "bytes compaction read back: slot pages and the records it copies",
+            s.compaction_bytes_read,
         ),
         (
             "ringlog_gc_compaction_bytes_reclaimed_total",

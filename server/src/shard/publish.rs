@@ -60,11 +60,13 @@ impl Shard {
             compaction_bytes_written: journal.compaction_bytes_written,
             compaction_bytes_freed: journal.compaction_bytes_freed,
             compaction_failures: journal.compaction_failures,
+            compaction_bytes_read: journal.compaction_bytes_read,
             reads_cached: journal.reads_cached,
             reads_disk: journal.reads_disk,
             reads_read_ahead: journal.reads_read_ahead,
             read_ahead_windows: journal.read_ahead_windows,
             reads_paced: journal.reads_paced,
+            read_disk_bytes: journal.read_disk_bytes,
             compactions_sorting: journal.compactions_sorting,
             compactions_sorting_dropped: journal.compactions_sorting_dropped,
         };
