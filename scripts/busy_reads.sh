@@ -116,16 +116,17 @@ EOF
 bookie_start() {
   local log=$1
   if [[ $bookie == ringlog ]]; then
-    "$release/ringlog" serve --data-dir "$data" --shards 2 --listen 127.0.0.1:0 \
+    # A restart keeps the port: the clients' and the verify log's target stays valid.
+    "$release/ringlog" serve --data-dir "$data" --shards 2 --listen "127.0.0.1:${port:-0}" \
       --http-listen 127.0.0.1:0 "${server_args[@]}" >>"$log" 2>&1 &
     server_pid=$!
     for _ in $(seq 1 300); do
-      [[ $(grep -c "listening on" "$log") -gt $starts ]] && break
+      [[ $(grep -c "^ringlog listening on" "$log") -gt $starts ]] && break
       kill -0 "$server_pid" 2>/dev/null || { tail -n 20 "$log" >&2; die "the server exited"; }
       sleep 0.1
     done
     starts=$((starts + 1))
-    port=$(grep "listening on" "$log" | tail -n 1 | sed -E 's/.*listening on [^:]+:([0-9]+).*/\1/')
+    port=$(grep "^ringlog listening on" "$log" | tail -n 1 | sed -E 's/.*listening on [^:]+:([0-9]+).*/\1/')
     http=$(sed -n 's/^ringlog http on //p' "$log" | tail -n 1)
     pid=$server_pid
   else
@@ -209,7 +210,7 @@ cat "$results/machine.txt"
 for ledgers in "${counts[@]}"; do
   prefix="$results/ledgers$ledgers"
   data="$work/data-$ledgers" fill_log="$work/fill-$ledgers.log" server_log="$prefix-server.log"
-  starts=0
+  starts=0 port=''
   rm -rf "$data"
   bookie_start "$server_log"
   echo "== $ledgers ledgers: $bookie on 127.0.0.1:$port (pid $pid); fill: $rate adds/s for $fill_s s"
