@@ -80,7 +80,7 @@ drop_caches() {
 
 # Bytes read and written by the process $1 so far (storage layer: O_DIRECT counts).
 process_io() {
-  awk '/^read_bytes/ {r = $2} /^write_bytes/ {w = $2} END {print r + 0, w + 0}' "/proc/$1/io"
+  awk '/^read_bytes/ {r = $2} /^write_bytes/ {w = $2} END {printf "%d %d\n", r, w}' "/proc/$1/io"
 }
 
 # The server's counters this script needs, from its /metrics (ringlog only), as key=value.
