@@ -6,9 +6,13 @@ Usage: busy_reads_report.py RESULTS_DIR BOOKIE LEDGER_COUNT...
 
 Phases of the writer's run, by wall clock: `before` (from the end of its warm-up to the first
 read), `one` (the one-ledger read), `after_one` (the control after it), `all` (every ledger
-read), `after_all`. Each phase's p99 is that of the merged per-second histograms wholly inside
-it; `control` merges before, after_one and after_all. A second that straddles a phase boundary
-counts in neither.
+read), `after_all`. A read phase runs from the reader's first line (printed once it loaded its
+verify log, so just before its first request) to its end, and its p99 is that of the merged
+per-second histograms that overlap it: a read shorter than a second still has one, and every
+second it touched counts against it. A control phase's p99 is that of the seconds wholly
+inside it; `control` merges before, after_one and after_all. Seconds that overlap a page
+cache drop of the script (`-drops.txt`, up to a second after it) count in no phase: dropping
+the cache stalls every process on the host for a moment, the bookie's or not.
 """
 
 import json
@@ -58,16 +62,28 @@ def hdr_intervals(path):
     return intervals
 
 
-def merged_p99_ms(intervals, begin, end):
+def merged_p99_ms(intervals, begin, end, overlapping=False):
     merged = None
     for start, stop, histogram in intervals:
-        if start >= begin and stop <= end:
+        inside = (stop > begin and start < end) if overlapping else (start >= begin and stop <= end)
+        if inside:
             if merged is None:
                 merged = HdrHistogram(1, 3600 * 1000 * 1000, 3)
             merged.add(histogram)
     if merged is None or merged.get_total_count() == 0:
         return None, 0
     return merged.get_value_at_percentile(99) / 1000.0, merged.get_total_count()
+
+
+def first_line_time(path, default):
+    """The time stamp of a read's first line (its header, once the verify log is loaded)."""
+    with open(path) as handle:
+        for line in handle:
+            try:
+                return float(line.split()[0])
+            except (ValueError, IndexError):
+                break
+    return default
 
 
 def read_rate_series(path, started):
@@ -89,18 +105,27 @@ def analyse(results, bookie, ledgers):
     prefix = os.path.join(results, f"ledgers{ledgers}")
     run = env_file(prefix + "-run.env")
     intervals = hdr_intervals(prefix + "-writes.hlog")
+    drops = []
+    if os.path.exists(prefix + "-drops.txt"):
+        with open(prefix + "-drops.txt") as handle:
+            drops = [tuple(float(x) for x in line.split()) for line in handle if line.strip()]
+    intervals = [(start, stop, histogram) for start, stop, histogram in intervals
+                 if not any(stop > began and start < ended + 1.0 for began, ended in drops)]
     reads = {kind: env_file(f"{prefix}-read-{kind}.env") for kind in ("one", "all")}
     first_interval = intervals[0][0] if intervals else float(run["writer_started"])
+    for kind in ("one", "all"):
+        reads[kind]["reading"] = first_line_time(f"{prefix}-read-{kind}.txt",
+                                                 float(reads[kind]["started"]))
     bounds = {
         "before": (first_interval, float(reads["one"]["started"])),
-        "one": (float(reads["one"]["started"]), float(reads["one"]["ended"])),
+        "one": (reads["one"]["reading"], float(reads["one"]["ended"])),
         "after_one": (float(reads["one"]["ended"]), float(reads["all"]["started"])),
-        "all": (float(reads["all"]["started"]), float(reads["all"]["ended"])),
+        "all": (reads["all"]["reading"], float(reads["all"]["ended"])),
         "after_all": (float(reads["all"]["ended"]), intervals[-1][1] if intervals else 0),
     }
     phases = {}
     for name, (begin, end) in bounds.items():
-        p99, count = merged_p99_ms(intervals, begin, end)
+        p99, count = merged_p99_ms(intervals, begin, end, overlapping=name in ("one", "all"))
         phases[name] = {"seconds": round(end - begin, 1), "writes_p99_ms": p99, "writes": count}
     control = None
     merged = HdrHistogram(1, 3600 * 1000 * 1000, 3)
@@ -220,8 +245,9 @@ def plot(results, runs):
             axis.axvspan(begin - origin, end - origin, color=colour, alpha=0.1)
         right.set_ylabel("read MB/s")
         axis.set_xlabel("seconds since the writes restarted (measured)")
-        axis.set_title(f"{run['ledgers']} ledgers at {run.get('rate', '')} adds/s: "
-                       f"control p99 {run['writes_p99_control_ms']} ms")
+        one = run["reads"]["one"]["mb_per_s"]
+        axis.set_title(f"{run['ledgers']} ledgers: control p99 {run['writes_p99_control_ms']:.2f}"
+                       f" ms; one ledger read at {one:.0f} MB/s (shaded: the reads)")
         lines = axis.get_legend_handles_labels()
         more = right.get_legend_handles_labels()
         axis.legend(lines[0] + more[0], lines[1] + more[1], loc="upper right", fontsize=8)

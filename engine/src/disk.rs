@@ -60,15 +60,26 @@ pub enum FileOp {
     /// a name, so the rename, off the shard, is what frees its blocks; the caller makes sure
     /// nothing of its own is in flight on it. Done: `to` addresses the new file and `from`
     /// nothing. Failed: `to` addresses the old file again.
-    Replace { from: FileId, to: FileId },
-    /// The published `from` renamed to the temporary of `to` (replacing a stale temporary of
-    /// that name): a dead segment's file becomes the next segment's preparation, its blocks
-    /// already allocated and written (`journal/segments.rs`). Done: `to` addresses it and
-    /// `from` nothing. The caller syncs the directory before it writes to the file, so a
-    /// crash can never show `from`'s name on `to`'s contents.
+    ///
+    /// With `keep`, the two names are exchanged in one atomic step (renameat2
+    /// RENAME_EXCHANGE) instead: the old file lives on under `from`'s temporary name, blocks
+    /// and all, for segment preparation to reuse (`FileOp::Recycle` from `from`) or for a
+    /// `FileOp::Remove` of `from`; a crash leaves it a temporary that the next open deletes.
+    Replace {
+        from: FileId,
+        to: FileId,
+        keep: bool,
+    },
+    /// `from` (under its resting name, `file_name::resting_file_name`) renamed to the
+    /// temporary of `to` (replacing a stale temporary of that name): a dead segment's file,
+    /// or a replaced one kept by `Replace` with `keep`, becomes the next segment's
+    /// preparation, its blocks already allocated and written (`journal/segments.rs`). Done:
+    /// `to` addresses it and `from` nothing. The caller syncs the directory before it writes
+    /// to the file, so a crash can never show `from`'s name on `to`'s contents.
     Recycle { from: FileId, to: FileId },
-    /// The published file of `id` unlinked; its descriptor is closed at submission (so the
-    /// unlink, off the shard, frees its blocks). A file already gone counts as removed.
+    /// The file of `id` (under its resting name) unlinked; its descriptor is closed at
+    /// submission (so the unlink, off the shard, frees its blocks). A file already gone
+    /// counts as removed.
     Remove { id: FileId },
     /// An fsync of the directory: every step before it is durable once it is done. Until
     /// then a crash may undo any of them; file systems that journal metadata make directory

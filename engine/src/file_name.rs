@@ -57,6 +57,17 @@ pub fn temporary_file_name(id: FileId) -> String {
     name
 }
 
+/// The name a file rests under between file operations: its published name, except for the
+/// compacted copies, which only ever exist as temporaries (being written, or, once exchanged
+/// with the segment they replaced, holding that segment's old file for reuse).
+#[must_use]
+pub fn resting_file_name(id: FileId) -> String {
+    match id {
+        FileId::SegmentCompacted(_) | FileId::IndexCompacted(_) => temporary_file_name(id),
+        FileId::Segment(_) | FileId::Index(_) | FileId::Checkpoint => file_name(id),
+    }
+}
+
 /// Parses a published file name; temporaries and names of other files are `None`.
 #[must_use]
 pub fn parse_file_name(name: &str) -> Option<FileId> {

@@ -102,6 +102,13 @@ impl Entry {
             temporary: true,
         }
     }
+    /// Where `id` rests between file operations (`file_name::resting_file_name`).
+    fn resting(id: FileId) -> Entry {
+        match id {
+            FileId::SegmentCompacted(_) | FileId::IndexCompacted(_) => Entry::temporary(id),
+            FileId::Segment(_) | FileId::Index(_) | FileId::Checkpoint => Entry::published(id),
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -438,11 +445,20 @@ impl SimDisk {
         match op {
             FileOp::Create { id, size } => self.file_create(id, size).map_err(errno),
             FileOp::Publish { id } => self.rename_published(id).map_err(errno),
-            FileOp::Replace { from, to } => {
+            FileOp::Replace { from, to, keep } => {
                 let Some(index) = self.directory_live.remove(&Entry::temporary(from)) else {
                     return Err(ERRNO_ENOENT);
                 };
-                self.directory_live.insert(Entry::published(to), index);
+                let old = self.directory_live.insert(Entry::published(to), index);
+                if keep {
+                    // RENAME_EXCHANGE: both names must exist, and swap files atomically.
+                    let Some(old) = old else {
+                        self.directory_live.remove(&Entry::published(to));
+                        self.directory_live.insert(Entry::temporary(from), index);
+                        return Err(ERRNO_ENOENT);
+                    };
+                    self.directory_live.insert(Entry::temporary(from), old);
+                }
                 self.open.remove(&from);
                 self.open.insert(to, index);
                 Ok(())
@@ -450,7 +466,7 @@ impl SimDisk {
             FileOp::Recycle { from, to } => self.rename_recycled(from, to).map_err(errno),
             FileOp::Remove { id } => {
                 // Already gone counts as removed.
-                self.directory_live.remove(&Entry::published(id));
+                self.directory_live.remove(&Entry::resting(id));
                 Ok(())
             }
             FileOp::SyncDirectory => {
@@ -473,11 +489,11 @@ impl SimDisk {
         Ok(())
     }
 
-    /// Renames the published `from` to the temporary of `to` (a `FileOp::Recycle`).
+    /// Renames `from` (where it rests) to the temporary of `to` (a `FileOp::Recycle`).
     fn rename_recycled(&mut self, from: FileId, to: FileId) -> io::Result<()> {
         let index = self
             .directory_live
-            .remove(&Entry::published(from))
+            .remove(&Entry::resting(from))
             .ok_or(io::ErrorKind::NotFound)?;
         // rename(2) replaces a stale temporary of that name; the directory is not synced.
         self.directory_live.insert(Entry::temporary(to), index);

@@ -19,42 +19,101 @@
 //! changes become durable in order); a crash in between leaves a segment without an index,
 //! which open rebuilds (its records all deleted ledgers') and finds dead again.
 //!
+//! Compaction adds to the same pool: a journal segment sorted (or compacted) beside the writes
+//! hands its old file over instead of freeing it (`FileOp::Replace` with `keep`), so the next
+//! segment reuses it: sorting then writes each byte twice in all (journal and sorted copy)
+//! rather than three times (zero-ahead of a new segment too), and no unlink of a whole segment
+//! runs beside the commits. Those replaced files count against the same budget, are used
+//! first (they need neither a durable deletion nor an index unlink), and are removed like dead
+//! segments once not wanted. They rest under the copy's temporary name, so a crash leaves
+//! temporaries that the next open deletes, and their segment is not compacted again before
+//! they are gone (the next copy would be written under that name).
+//!
 //! Both go through the ring (`Disk::submit_file_ops`): an unlink of a whole segment makes
 //! the file system free its extents, tens of milliseconds on the shard thread as a blocking
 //! call. A segment leaves the index only once its directory fsync completed: until then the
 //! tombstones of its ledgers must stay in the checkpoints, since a crash can bring it back.
 //! A failed removal leaves it dead in the index, to be tried again at a later pace.
 
-use super::segments::room_left;
+use super::segments::{room_left, RecycleSource};
 use super::{Journal, TOKEN_DEAD};
 use crate::disk::{Disk, FileOp};
 use crate::ids::{FileId, SegmentId};
+use std::collections::VecDeque;
 
-/// The dead segments whose files are leaving.
+/// The dead segments whose files are leaving, and the replaced files kept for reuse.
 #[derive(Debug, Default)]
 pub(super) struct DeadFiles {
-    /// Being unlinked (its index, it, the directory's fsync).
-    removing: Option<SegmentId>,
+    /// Being unlinked (a dead segment: its index, it, the directory's fsync).
+    removing: Option<RecycleSource>,
     /// Being renamed into the next segment by segment preparation.
-    recycling: Option<SegmentId>,
+    recycling: Option<RecycleSource>,
+    /// Segments whose old file compaction's swap kept (under the copy's temporary name),
+    /// oldest first.
+    replaced: VecDeque<SegmentId>,
+}
+
+impl DeadFiles {
+    /// Old files kept by compaction's swaps for reuse, not yet reused or removed.
+    pub(super) fn replaced_count(&self) -> usize {
+        self.replaced.len()
+    }
+
+    /// True while `segment`'s old file is kept (or leaving): it is not compacted again.
+    pub(super) fn is_replaced(&self, segment: SegmentId) -> bool {
+        self.replaced.contains(&segment)
+    }
 }
 
 impl<D: Disk> Journal<D> {
-    /// Dead segments, split into those kept for reuse (the newest full-size ones, newest
-    /// first) and those to remove (oldest first).
-    fn segments_dead(&mut self) -> (Vec<SegmentId>, Vec<SegmentId>) {
-        let resume = self.seal.resume();
-        let compacting = self.compaction.segment();
-        let leaving = [compacting, self.dead.removing, self.dead.recycling];
-        let mut dead = self.index.sealed_segments_dead(resume.segment);
-        dead.retain(|&segment| !leaving.contains(&Some(segment)));
-        // Nothing is kept once none was reused for a while, nor while the disk has no room
-        // for a new segment: a full disk gets its space back, and compaction room for copies.
-        let keep_max = if self.seal.reuse_idle() || !room_left(&mut self.disk, &self.config) {
+    /// How many files may be kept for reuse now: none once none was reused for a while, nor
+    /// while the disk has no room for a new segment (a full disk gets its space back, and
+    /// compaction room for its copies).
+    fn recycle_keep_max(&mut self) -> usize {
+        if self.seal.reuse_idle() || !room_left(&mut self.disk, &self.config) {
             0
         } else {
             self.config.segment_recycle_max
-        };
+        }
+    }
+
+    /// True when a compaction swap may keep the old file of its segment: the kept files
+    /// would stay within the budget.
+    pub(super) fn replaced_keep_room(&mut self) -> bool {
+        // Not the idle rule: that one gives kept files back when the write head stopped
+        // taking them, while a journal segment just sorted means the head is writing.
+        if !room_left(&mut self.disk, &self.config) {
+            return false;
+        }
+        let (keep, _) = self.segments_dead();
+        keep.len() + self.dead.replaced.len() < self.config.segment_recycle_max
+    }
+
+    /// A compaction swap kept `segment`'s old file.
+    pub(super) fn replaced_kept(&mut self, segment: SegmentId) {
+        assert!(!self.dead.is_replaced(segment));
+        self.dead.replaced.push_back(segment);
+        // A fresh file to reuse: the idle clock, which gives kept files back once the write
+        // head stopped taking them, starts over.
+        self.seal.reused();
+    }
+
+    /// Dead segments, split into those kept for reuse (the newest full-size ones, newest
+    /// first) and those to remove (oldest first). Replaced files kept take their share of
+    /// the budget first.
+    fn segments_dead(&mut self) -> (Vec<SegmentId>, Vec<SegmentId>) {
+        let resume = self.seal.resume();
+        let compacting = self.compaction.segment();
+        let leaving = [
+            compacting,
+            dead_of(self.dead.removing),
+            dead_of(self.dead.recycling),
+        ];
+        let mut dead = self.index.sealed_segments_dead(resume.segment);
+        dead.retain(|&segment| !leaving.contains(&Some(segment)));
+        let keep_max = self
+            .recycle_keep_max()
+            .saturating_sub(self.dead.replaced.len());
         let mut keep = Vec::new();
         let mut remove = Vec::new();
         // Keep the newest: the oldest segment left bounds which tombstones may expire.
@@ -77,6 +136,9 @@ impl<D: Disk> Journal<D> {
     /// no removal is in flight.
     pub(super) fn segment_dead_remove(&mut self) {
         if self.dead.removing.is_some() || !self.seal.removal_due() {
+            return;
+        }
+        if self.replaced_remove() {
             return;
         }
         let (_, remove) = self.segments_dead();
@@ -102,13 +164,52 @@ impl<D: Disk> Journal<D> {
             // Tried again at the next pace.
             return;
         }
-        self.dead.removing = Some(segment);
+        self.dead.removing = Some(RecycleSource::Dead(segment));
         self.seal.removal_counted();
+    }
+
+    /// Starts removing the oldest replaced file beyond the budget, if there is one. No
+    /// directory sync: should a crash bring it back, it is a temporary the open deletes.
+    fn replaced_remove(&mut self) -> bool {
+        let kept_max = self.recycle_keep_max();
+        if self.dead.replaced.len() <= kept_max {
+            return false;
+        }
+        let recycling = self.dead.recycling;
+        let Some(&segment) = self
+            .dead
+            .replaced
+            .iter()
+            .find(|&&segment| recycling != Some(RecycleSource::Replaced(segment)))
+        else {
+            return false;
+        };
+        let ops = [FileOp::Remove {
+            id: FileId::SegmentCompacted(segment),
+        }];
+        if self.disk.submit_file_ops(TOKEN_DEAD, &ops).is_ok() {
+            self.dead.removing = Some(RecycleSource::Replaced(segment));
+            self.seal.removal_counted();
+        }
+        true
     }
 
     /// The removal in flight completed with `result`.
     pub(super) fn dead_on_complete(&mut self, result: i32) {
-        let segment = self.dead.removing.take().expect("a removal runs");
+        let removing = self.dead.removing.take().expect("a removal runs");
+        let segment = match removing {
+            RecycleSource::Dead(segment) => segment,
+            RecycleSource::Replaced(segment) => {
+                if result < 0 {
+                    self.stats.segment_removal_failures += 1;
+                } else {
+                    self.dead.replaced.retain(|&kept| kept != segment);
+                    self.stats.segments_removed += 1;
+                    self.stats.segment_bytes_removed += self.config.segment_size;
+                }
+                return;
+            }
+        };
         if result < 0 {
             // Still dead in the index: removed or reused later.
             self.stats.segment_removal_failures += 1;
@@ -127,8 +228,25 @@ impl<D: Disk> Journal<D> {
     /// segment after unlinking its index (`Segments::start`; `segment_recycle_done` follows).
     /// None if there is none, one is being reused already, a deletion is not durable yet, or
     /// a read of it is still in flight (the file is about to hold other records).
-    pub(super) fn segment_recycle_take(&mut self) -> Option<SegmentId> {
-        if self.seal.deletions_pending() || self.dead.recycling.is_some() {
+    /// A replaced file kept by compaction comes first: nothing reads it, and nothing waits
+    /// for a deletion to become durable before it may go.
+    pub(super) fn segment_recycle_take(&mut self) -> Option<RecycleSource> {
+        if self.dead.recycling.is_some() {
+            return None;
+        }
+        let removing = self.dead.removing;
+        let replaced = self
+            .dead
+            .replaced
+            .iter()
+            .find(|&&segment| removing != Some(RecycleSource::Replaced(segment)));
+        if let Some(&segment) = replaced {
+            let source = RecycleSource::Replaced(segment);
+            self.dead.recycling = Some(source);
+            self.seal.reused();
+            return Some(source);
+        }
+        if self.seal.deletions_pending() {
             return None;
         }
         let (keep, _) = self.segments_dead();
@@ -136,18 +254,27 @@ impl<D: Disk> Journal<D> {
             .iter()
             .rev()
             .find(|&&segment| !self.reads.in_flight_on(segment))?;
-        self.dead.recycling = Some(segment);
+        let source = RecycleSource::Dead(segment);
+        self.dead.recycling = Some(source);
         self.seal.reused();
-        Some(segment)
+        Some(source)
     }
 
-    /// The reuse of the segment `segment_recycle_take` gave ended: its file is the new
-    /// segment's, durably (`done`), or it failed, and the segment is still dead in the index
-    /// (whatever of its files is left is removed later; a missing file counts as removed).
+    /// The reuse of the file `segment_recycle_take` gave ended: it is the new segment's,
+    /// durably (`done`), or it failed, and a dead segment is still dead in the index
+    /// (whatever of its files is left is removed later; a missing file counts as removed). A
+    /// replaced file is given up either way: if it still rests under its temporary name, the
+    /// next copy of its segment truncates it, or the next open deletes it.
     pub(super) fn segment_recycle_done(&mut self, done: bool) {
-        let segment = self.dead.recycling.take().expect("a reuse runs");
-        if done {
-            self.segment_dead_forget(segment);
+        match self.dead.recycling.take().expect("a reuse runs") {
+            RecycleSource::Dead(segment) => {
+                if done {
+                    self.segment_dead_forget(segment);
+                }
+            }
+            RecycleSource::Replaced(segment) => {
+                self.dead.replaced.retain(|&kept| kept != segment);
+            }
         }
     }
 
@@ -163,5 +290,13 @@ impl<D: Disk> Journal<D> {
             .next()
             .map_or(resume.segment, |first| first.min(resume.segment));
         self.index.tombstones_expire(oldest);
+    }
+}
+
+/// The dead segment of a file leaving, if it is one.
+fn dead_of(source: Option<RecycleSource>) -> Option<SegmentId> {
+    match source {
+        Some(RecycleSource::Dead(segment)) => Some(segment),
+        Some(RecycleSource::Replaced(_)) | None => None,
     }
 }

@@ -681,6 +681,13 @@ impl<D: Disk> Journal<D> {
         self.compaction.sorting_pause(paused);
     }
 
+    /// Old files of segments replaced by their compacted copies, kept (as temporaries) for
+    /// the next segments to reuse (`dead.rs`).
+    #[must_use]
+    pub fn replaced_files_kept(&self) -> usize {
+        self.dead.replaced_count()
+    }
+
     /// True while a compaction job runs (its copy not yet in place).
     #[must_use]
     pub fn compaction_running(&self) -> bool {

@@ -37,11 +37,11 @@ const SEGMENT_RETRY_INTERVAL_SUBMITS: u32 = 256;
 enum PreparePhase {
     /// The new file being created and allocated.
     Creating,
-    /// The dead segment `from`: its index unlinked, its file renamed to the new segment's
-    /// temporary, and the directory's fsync, which must complete before the new header is
-    /// written into it (a crash must never show `from`'s name on the new contents).
+    /// The file of `from` (a dead segment: its index unlinked first) renamed to the new
+    /// segment's temporary, and the directory's fsync, which must complete before the new
+    /// header is written into it (a crash must never show `from`'s name on the new contents).
     Recycling {
-        from: SegmentId,
+        from: RecycleSource,
     },
     Zeroing,
     Header,
@@ -52,6 +52,16 @@ enum PreparePhase {
     /// head may use it (acknowledged records in a segment whose name a crash can lose would
     /// be lost with it).
     PublishSync,
+}
+
+/// A file segment preparation may reuse instead of allocating one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum RecycleSource {
+    /// A dead sealed segment kept for reuse (`journal/dead.rs`).
+    Dead(SegmentId),
+    /// The old file of a segment its compacted copy replaced, kept by the swap under the
+    /// copy's temporary name (`FileOp::Replace` with `keep`).
+    Replaced(SegmentId),
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -195,17 +205,33 @@ impl Segments {
                 }
             }
             PreparePhase::Recycling { from } if prepare.in_flight == 0 => {
-                let ops = [
-                    FileOp::Remove {
-                        id: FileId::Index(from),
-                    },
-                    FileOp::Recycle {
-                        from: FileId::Segment(from),
-                        to: file,
-                    },
-                    FileOp::SyncDirectory,
-                ];
-                if disk.submit_file_ops(TOKEN_PREPARE, &ops).is_ok() {
+                let submitted = match from {
+                    RecycleSource::Dead(from) => disk.submit_file_ops(
+                        TOKEN_PREPARE,
+                        &[
+                            FileOp::Remove {
+                                id: FileId::Index(from),
+                            },
+                            FileOp::Recycle {
+                                from: FileId::Segment(from),
+                                to: file,
+                            },
+                            FileOp::SyncDirectory,
+                        ],
+                    ),
+                    // Its index is the copy's, which stays: only the file moves.
+                    RecycleSource::Replaced(from) => disk.submit_file_ops(
+                        TOKEN_PREPARE,
+                        &[
+                            FileOp::Recycle {
+                                from: FileId::SegmentCompacted(from),
+                                to: file,
+                            },
+                            FileOp::SyncDirectory,
+                        ],
+                    ),
+                };
+                if submitted.is_ok() {
                     self.prepare.as_mut().expect("present").in_flight = 1;
                 }
             }
@@ -236,15 +262,15 @@ impl Segments {
         }
     }
 
-    /// Starts preparing the next segment: in the file of dead segment `recycled_from`
-    /// (which must be `segment_size` long and hold nothing live), or in a new one. The
-    /// completion of a reuse's rename is reported by `on_complete`.
+    /// Starts preparing the next segment: in the file `recycled_from` (which must be
+    /// `segment_size` long and hold nothing live), or in a new one. The completion of a
+    /// reuse's rename is reported by `on_complete`.
     pub(super) fn start<D: Disk>(
         &mut self,
         disk: &mut D,
         stats: &mut Stats,
         config: &Config,
-        recycled_from: Option<SegmentId>,
+        recycled_from: Option<RecycleSource>,
     ) {
         assert!(self.prepare.is_none());
         self.submits_since_create_failure = 0;

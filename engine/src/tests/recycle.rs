@@ -235,3 +235,43 @@ fn kept_segments_are_removed_soon_after_the_writes_stop() {
     assert_eq!(journal.stats().segments_removed, 0);
     assert_kept_segments_removed(&mut journal, &model, before);
 }
+
+/// Sorting beside the writes: each sorted segment's old file (its copy took its name by an
+/// exchange) becomes a later segment, so nothing is zeroed ahead for it; a crash at any
+/// point leaves the kept files as temporaries the open deletes, and loses nothing.
+#[test]
+fn sorted_segments_hand_their_old_files_to_the_next_segments() {
+    let config = Config {
+        sort_sealed: true,
+        ..config(4)
+    };
+    let mut journal = Journal::open(SimDisk::new(41), config.clone()).unwrap();
+    journal.compaction_grant(u64::MAX);
+    let mut model = Model::default();
+    for round in 0..6 {
+        fill_each(&mut journal, &mut model, &[1, 2, 3], 700);
+        journal.compaction_grant(u64::MAX);
+        drive(&mut journal);
+        if round == 2 {
+            let disk = journal.into_disk().crash();
+            journal = Journal::open(disk, config.clone()).unwrap();
+            verify_all(&mut journal, &model);
+            journal.compaction_grant(u64::MAX);
+        }
+    }
+    let stats = journal.stats().clone();
+    assert!(stats.compactions_sorting >= 3, "{stats:?}");
+    assert_eq!(stats.ledgers_deleted, 0);
+    assert!(
+        stats.segments_recycled >= 2,
+        "sorted segments' old files are reused with no ledger deleted: {stats:?}"
+    );
+    let kept = journal.replaced_files_kept();
+    assert!(kept <= 4, "within --segment-recycle-max: {kept}");
+    assert_eq!(journal.disk_mut().temporaries(), kept);
+    verify_all(&mut journal, &model);
+    let disk = journal.into_disk().crash();
+    let mut journal = Journal::open(disk, config).unwrap();
+    assert_eq!(journal.disk_mut().temporaries(), 0, "the open deleted them");
+    verify_all(&mut journal, &model);
+}

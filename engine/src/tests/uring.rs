@@ -417,6 +417,7 @@ fn file_ops_run_in_order_through_the_ring_and_stop_at_a_failure() {
     let replace = FileOp::Replace {
         from: copy,
         to: new,
+        keep: false,
     };
     let failed = file_ops(&ring, &mut disk, &[replace, FileOp::Remove { id: new }]);
     assert_eq!(failed, -libc::ENOENT);
@@ -454,6 +455,77 @@ fn file_ops_run_in_order_through_the_ring_and_stop_at_a_failure() {
     disk.submit_read(5, new, 4096, buffer, 4096).unwrap();
     complete(&ring, &mut disk, 1);
     assert!(disk.buffer(buffer).iter().all(|&byte| byte == 0x44));
+    // A replace that keeps the old file: the names are exchanged (RENAME_EXCHANGE), the
+    // name's descriptor reads the copy, and the old file rests under the copy's temporary
+    // name, whole, until it is recycled into the next segment or removed.
+    assert_eq!(
+        file_ops(
+            &ring,
+            &mut disk,
+            &[FileOp::Create {
+                id: copy,
+                size: 4096 * 3
+            }]
+        ),
+        0
+    );
+    disk.buffer_mut(buffer).fill(0x55);
+    disk.submit_write(6, copy, 4096, buffer, 4096, WriteSync::Dsync)
+        .unwrap();
+    complete(&ring, &mut disk, 1);
+    let keep = FileOp::Replace {
+        from: copy,
+        to: new,
+        keep: true,
+    };
+    assert_eq!(
+        file_ops(&ring, &mut disk, &[keep, FileOp::SyncDirectory]),
+        0
+    );
+    assert_eq!(
+        names(&dir),
+        ["0000000004.segment", "0000000004.segment.compacted.tmp"]
+    );
+    let kept = dir.join("0000000004.segment.compacted.tmp");
+    assert_eq!(std::fs::metadata(&kept).unwrap().len(), 8192);
+    disk.submit_read(7, new, 4096, buffer, 4096).unwrap();
+    complete(&ring, &mut disk, 1);
+    assert!(disk.buffer(buffer).iter().all(|&byte| byte == 0x55));
+    let next = FileId::Segment(SegmentId(5));
+    let recycle_kept = [
+        FileOp::Recycle {
+            from: copy,
+            to: next,
+        },
+        FileOp::SyncDirectory,
+    ];
+    assert_eq!(file_ops(&ring, &mut disk, &recycle_kept), 0);
+    assert_eq!(
+        names(&dir),
+        ["0000000004.segment", "0000000005.segment.tmp"]
+    );
+    assert_eq!(
+        std::fs::read(dir.join("0000000005.segment.tmp")).unwrap()[4096..8192],
+        [0x44; 4096],
+        "the kept file is the old one"
+    );
+    // It had no descriptor (the replace closed the old one's): the recycle opened one.
+    disk.buffer_mut(buffer).fill(0x66);
+    disk.submit_write(8, next, 0, buffer, 4096, WriteSync::Dsync)
+        .unwrap();
+    complete(&ring, &mut disk, 1);
+    assert_eq!(
+        std::fs::read(dir.join("0000000005.segment.tmp")).unwrap()[..4096],
+        [0x66; 4096]
+    );
+    // A kept file is removed under the name it rests under.
+    std::fs::write(&kept, b"old").unwrap();
+    assert_eq!(
+        file_ops(&ring, &mut disk, &[FileOp::Remove { id: copy }]),
+        0
+    );
+    assert!(!kept.exists());
+    disk.file_discard(next);
     // Remove, twice: gone is gone.
     let remove = [FileOp::Remove { id: new }, FileOp::SyncDirectory];
     assert_eq!(file_ops(&ring, &mut disk, &remove), 0);

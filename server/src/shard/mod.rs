@@ -285,6 +285,8 @@ struct Shard {
     tick_last: Instant,
     /// Commit plus read bytes at the last tick: the traffic that pauses sorting.
     traffic_bytes_at_tick: u64,
+    /// The journal's bytes written at the last tick (compaction's share of them).
+    committed_bytes_at_tick: u64,
     /// Ticks in a row this shard's traffic stayed below the sorting limit.
     sort_quiet_ticks: u32,
     /// Durable commits and their summed commit time at the last tick: what paces reads.

@@ -221,6 +221,7 @@ impl Shard {
             },
             tick_last: Instant::now(),
             traffic_bytes_at_tick: 0,
+            committed_bytes_at_tick: 0,
             sort_quiet_ticks: 0,
             commits_at_tick: (0, 0),
             stall_reported: None,

@@ -57,9 +57,14 @@ impl Shard {
         let elapsed = now.duration_since(self.tick_last);
         self.tick_last = now;
         self.read_only_check();
-        // Compaction's byte budget comes from this clock: the engine has none.
+        // Compaction's byte budget comes from this clock (the engine has none), plus a share
+        // of what the commits wrote since the last tick, so sorting keeps up with any load.
         let rate = u128::from(self.config.compaction_rate_bytes_per_s);
-        let grant = rate * elapsed.as_micros() / 1_000_000;
+        let committed = self.bookie.journal.stats().bytes_written;
+        let commit_bytes = committed.saturating_sub(self.committed_bytes_at_tick);
+        self.committed_bytes_at_tick = committed;
+        let grant = rate * elapsed.as_micros() / 1_000_000
+            + u128::from(commit_bytes) * u128::from(self.config.compaction_commit_percent) / 100;
         self.bookie
             .journal
             .compaction_grant(u64::try_from(grant).unwrap_or(u64::MAX));

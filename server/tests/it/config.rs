@@ -196,8 +196,8 @@ fn defaults_and_bounds() {
     .resolve(&[0])
     .unwrap();
     assert!(!unsorted.journal.sort_sealed);
-    // Sorting pauses above a write rate: 16 MiB/s by default, 0 and 4096 allowed, no more.
-    assert_eq!(defaults.sort_traffic_max_bytes_per_s, 16 << 20);
+    // Sorting pauses above a write rate: 96 MiB/s by default, 0 to 4096 (never).
+    assert_eq!(defaults.sort_traffic_max_bytes_per_s, 96 << 20);
     for (mib, valid) in [(0, true), (16, true), (4096, true), (4097, false)] {
         let resolved = bad(ServeArgs {
             sort_traffic_max_mib: Some(mib),
@@ -207,6 +207,23 @@ fn defaults_and_bounds() {
         assert_eq!(resolved.is_ok(), valid, "--sort-traffic-max-mib {mib}");
         if let Ok(config) = resolved {
             assert_eq!(config.sort_traffic_max_bytes_per_s, mib << 20);
+        }
+    }
+    // Compaction earns a share of the commits' bytes: 250% by default, 0 to 1000.
+    assert_eq!(defaults.compaction_commit_percent, 250);
+    for (percent, valid) in [(0, true), (250, true), (1000, true), (1001, false)] {
+        let resolved = bad(ServeArgs {
+            compaction_commit_percent: Some(percent),
+            ..ServeArgs::default()
+        })
+        .resolve(&[0]);
+        assert_eq!(
+            resolved.is_ok(),
+            valid,
+            "--compaction-commit-percent {percent}"
+        );
+        if let Ok(config) = resolved {
+            assert_eq!(config.compaction_commit_percent, percent);
         }
     }
     let off = bad(ServeArgs {

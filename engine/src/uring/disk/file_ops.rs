@@ -7,7 +7,7 @@
 use super::{user_data, UringDisk, OWNER_DISK, TAG_FILE};
 use crate::constants::{FILE_OPS_IN_FLIGHT_MAX, FILE_OPS_MAX};
 use crate::disk::{DiskCompletion, DiskOp, DiskToken, FileOp, SubmitError};
-use crate::file_name::{file_name, temporary_file_name};
+use crate::file_name::{file_name, resting_file_name, temporary_file_name};
 use io_uring::{opcode, types};
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -102,18 +102,25 @@ impl UringDisk {
             }
             FileOp::Publish { id } => {
                 let (from, to) = (temporary_file_name(id), file_name(id));
-                rename_entry(running, directory, &from, &to)
+                rename_entry(running, directory, &from, &to).build()
             }
-            FileOp::Replace { from, to } => {
+            FileOp::Replace { from, to, keep } => {
                 let (from, to) = (temporary_file_name(from), file_name(to));
-                rename_entry(running, directory, &from, &to)
+                let entry = rename_entry(running, directory, &from, &to);
+                if keep {
+                    // Both names stay, each on the other's file: the old one keeps its blocks.
+                    entry.flags(libc::RENAME_EXCHANGE)
+                } else {
+                    entry
+                }
+                .build()
             }
             FileOp::Recycle { from, to } => {
-                let (from, to) = (file_name(from), temporary_file_name(to));
-                rename_entry(running, directory, &from, &to)
+                let (from, to) = (resting_file_name(from), temporary_file_name(to));
+                rename_entry(running, directory, &from, &to).build()
             }
             FileOp::Remove { id } => {
-                let name = running.paths[0].insert(c_name(&file_name(id)));
+                let name = running.paths[0].insert(c_name(&resting_file_name(id)));
                 opcode::UnlinkAt::new(directory, name.as_ptr()).build()
             }
             // A full fsync: a directory's entries are what must become durable.
@@ -167,7 +174,7 @@ impl UringDisk {
                     let _ = std::fs::remove_file(self.directory.join(temporary_file_name(id)));
                 }
             }
-            FileOp::Replace { from, to } => {
+            FileOp::Replace { from, to, .. } => {
                 if result >= 0 {
                     if let Some(fd) = self.files.remove(&from) {
                         self.files.insert(to, fd);
@@ -181,6 +188,15 @@ impl UringDisk {
                 if result >= 0 {
                     if let Some(fd) = self.files.remove(&from) {
                         self.files.insert(to, fd);
+                    } else {
+                        // A file kept by a replace has no descriptor (it was the replaced
+                        // one's, closed at the replace): open it under its new name.
+                        match self.open_file(&temporary_file_name(to), false) {
+                            Ok(fd) => {
+                                self.files.insert(to, fd);
+                            }
+                            Err(error) => result = -error.raw_os_error().unwrap_or(libc::EIO),
+                        }
                     }
                 }
             }
@@ -240,8 +256,8 @@ fn rename_entry(
     directory: types::Fd,
     from: &str,
     to: &str,
-) -> io_uring::squeue::Entry {
+) -> opcode::RenameAt {
     let from = running.paths[0].insert(c_name(from)).as_ptr();
     let to = running.paths[1].insert(c_name(to)).as_ptr();
-    opcode::RenameAt::new(directory, from, directory, to).build()
+    opcode::RenameAt::new(directory, from, directory, to)
 }
