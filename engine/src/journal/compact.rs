@@ -15,8 +15,8 @@
 //!    positions, that generation) to `S.index.compacted.tmp`;
 //! 4. **Swap**: once no read is in flight on S (new reads of S are turned away as busy
 //!    meanwhile), renames the copy over S, then its index over S's index, and switches the
-//!    in-memory runs and index pages to the copy. A journal segment's copy exchanges names
-//!    with S instead, while `dead.rs` may keep one more file: S's old file then rests under
+//!    in-memory runs and index pages to the copy. A sort of a journal segment exchanges
+//!    names with S instead, while `dead.rs` may keep one more file: S's old file then rests under
 //!    the copy's temporary name, blocks written, until segment preparation reuses it (no
 //!    unlink frees a whole segment beside the commits, no zero-ahead for the next one).
 //!
@@ -751,7 +751,9 @@ impl<D: Disk> Journal<D> {
         // segment instead of freed, while the recycling budget has room: no unlink frees a
         // whole segment in ext4's journal beside the commits (with online discard, 256 MiB
         // freed held them for about 30 ms here), and the next segment needs no zero-ahead.
-        let keep = job.table.generation == 0
+        // Only a sort keeps it: compaction for space is there to give the space back.
+        let keep = job.sorting
+            && job.table.generation == 0
             && job.table.file_size == self.config.segment_size
             && self.replaced_keep_room();
         let replace = FileOp::Replace {

@@ -19,8 +19,8 @@
 //! changes become durable in order); a crash in between leaves a segment without an index,
 //! which open rebuilds (its records all deleted ledgers') and finds dead again.
 //!
-//! Compaction adds to the same pool: a journal segment sorted (or compacted) beside the writes
-//! hands its old file over instead of freeing it (`FileOp::Replace` with `keep`), so the next
+//! Sorting adds to the same pool: a journal segment sorted beside the writes hands its old
+//! file over instead of freeing it (`FileOp::Replace` with `keep`), so the next
 //! segment reuses it: sorting then writes each byte twice in all (journal and sorted copy)
 //! rather than three times (zero-ahead of a new segment too), and no unlink of a whole segment
 //! runs beside the commits. Those replaced files count against the same budget, are used
