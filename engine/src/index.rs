@@ -467,11 +467,21 @@ impl Index {
         #[allow(clippy::cast_precision_loss)]
         let fraction =
             |table: &SealedSegment| table.bytes_live as f64 / table.file_size.max(1) as f64;
+        // A copy is the header plus the live records, in whole sectors: a segment already
+        // that small gains nothing, and its fraction stays under any threshold when little is
+        // live (a few hundred bytes in an 8 KiB copy), so it would be copied forever.
+        let copy_size = |table: &SealedSegment| {
+            crate::stdx::align_up_u64(
+                crate::stdx::to_u64(crate::constants::SEGMENT_HEADER_SIZE) + table.bytes_live,
+                crate::stdx::to_u64(crate::constants::SECTOR_SIZE),
+            )
+        };
         self.sealed_segments
             .range(..before)
             .filter(|(segment, table)| {
                 table.bytes_live > 0
                     && fraction(table) < threshold
+                    && copy_size(table) < table.file_size
                     && !lac_segments.contains(segment)
                     && !excluded(**segment)
             })
