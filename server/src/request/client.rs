@@ -117,11 +117,10 @@ impl Client {
         self.pending[slot as usize].op = op;
     }
 
-    /// Counts one more engine-busy retry; returns the count.
-    pub fn pending_attempt(&mut self, slot: u32) -> u16 {
+    /// One more engine-busy retry; returns how long the request has been retried.
+    pub fn pending_attempt(&mut self, slot: u32, now: std::time::Instant) -> std::time::Duration {
         let pending = &mut self.pending[slot as usize];
-        pending.attempts = pending.attempts.saturating_add(1);
-        pending.attempts
+        now.saturating_duration_since(*pending.busy_since.get_or_insert(now))
     }
 
     /// Frees a pending slot once its response is encoded.

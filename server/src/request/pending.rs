@@ -56,8 +56,8 @@ pub struct Pending {
     pub op: PendingOp,
     /// The request's protocol version (the response carries it).
     pub version: u8,
-    /// Engine-busy retries so far.
-    pub attempts: u16,
+    /// When the engine first answered this request busy (its retries are bounded in time).
+    pub busy_since: Option<std::time::Instant>,
     /// The request's ledger.
     pub ledger: i64,
     /// The request's entry (stays -1 for a read of -1).

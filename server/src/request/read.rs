@@ -169,9 +169,10 @@ pub fn read_retry_queue(
     token: Token,
     op: PendingOp,
 ) -> bool {
-    let attempts = client.pending_attempt(token.slot);
+    let waited = client.pending_attempt(token.slot, std::time::Instant::now());
     let queue_full = bookie.read_retry.len() >= limits::READ_RETRY_QUEUE_MAX;
-    if attempts <= limits::READ_RETRIES_MAX && !queue_full {
+    let patient = waited <= std::time::Duration::from_millis(limits::READ_RETRY_WAIT_MS_MAX);
+    if patient && !queue_full {
         client.pending_op_set(token.slot, op);
         bookie.read_retry.push_back(token.encode());
         return true;

@@ -72,7 +72,7 @@ fn pending_new(op: PendingOp, version: u8, ledger: i64, entry: i64, origin: Orig
     Pending {
         op,
         version,
-        attempts: 0,
+        busy_since: None,
         ledger,
         entry,
         reply_to: origin.reference,

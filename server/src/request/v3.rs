@@ -108,7 +108,7 @@ fn pending_v3(op: PendingOp, ledger: i64, entry: i64, origin: Origin, v3: Pendin
     Pending {
         op,
         version: 0,
-        attempts: 0,
+        busy_since: None,
         ledger,
         entry,
         reply_to: origin.reference,
