@@ -21,11 +21,12 @@ INTEROP_PULSAR_ARGS ?=
 RETENTION_ENTRIES ?= 200000000
 RETENTION_SERVER_ARGS ?=
 DISK_FULL_MIB ?= 1024
+DISK_PRESSURE_MIB ?= 3072
 CHURN_SECONDS ?= 600
 METRICS_PAIRS ?= 3
 METRICS_SECONDS ?= 10
 
-.PHONY: help deps shellcheck-deps zk-deps fuzz-smoke build check test sim crash crash-deletes bench bench-disk bench-journal latency-stages neighbour retention churn interop interop-pulsar disk-full compare compare-catchup compare-pulsar metrics-check metrics-overhead busy-reads ci clean
+.PHONY: help deps shellcheck-deps zk-deps fuzz-smoke build check test sim crash crash-deletes bench bench-disk bench-journal latency-stages neighbour retention churn interop interop-pulsar disk-full disk-pressure compare compare-catchup compare-pulsar metrics-check metrics-overhead busy-reads ci clean
 COMPARE_PAIRS ?= 3
 COMPARE_SECONDS ?= 20
 # The catch-up read workload of `make compare` (issue 15); QUICK=true makes it small.
@@ -76,6 +77,7 @@ test: check zk-deps
 	$(MAKE) interop QUICK=true
 	$(MAKE) interop-pulsar QUICK=true
 	$(MAKE) disk-full DISK_FULL_MIB=512
+	DISK_PRESSURE_GIB=3 $(MAKE) disk-pressure DISK_PRESSURE_MIB=1536
 	$(MAKE) fuzz-smoke
 
 ## Seeded crash simulation of the engine: SEEDS=N seeds (default 2000); SEED=n replays one.
@@ -143,6 +145,11 @@ disk-full:
 	$(CARGO) build --release --workspace $(EXTRA_CARGO_ARGS)
 	cd interop && mvn -B -q compile
 	scripts/disk_full.sh $(RELEASE) $(DISK_FULL_MIB)
+
+## Issue 33: DISK_PRESSURE_MIB (3072) ext4 on a loop device, two interleaved streams (half the disk live) until DISK_PRESSURE_GIB (10) are acked, per pace of DISK_PRESSURE_PACES ("full 60"): no add refused, never read-only, kept ledgers verified before/after SIGKILL; BOOKIE=java, JAVA_TUNED=1 (root).
+disk-pressure:
+	cd interop && mvn -B -q compile
+	BOOKIE=$(BOOKIE) scripts/disk_pressure.sh $(RELEASE) $(DISK_PRESSURE_MIB)
 
 ## Java bookie vs ringlog, same clients and workload (also a Pulsar producer, and the catch-up reads of compare-catchup), COMPARE_PAIRS (3) alternating pairs of COMPARE_SECONDS (20) runs; report in results/.
 compare: build

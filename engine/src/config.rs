@@ -3,12 +3,12 @@
 use crate::constants::{
     COMMITS_IN_FLIGHT_DEFAULT, COMMITS_IN_FLIGHT_MAX, COMPACTION_BUFFER_SIZE,
     COMPACTION_IO_SIZE_MAX, COMPACTION_THRESHOLD_MAJOR_PER_MILLE_DEFAULT,
-    COMPACTION_THRESHOLD_MINOR_PER_MILLE_DEFAULT, DISK_RESERVE_DEFAULT, DISK_RESERVE_MAX,
-    INDEX_CACHE_PAGES_DEFAULT, INDEX_CACHE_PAGES_MAX, READS_IN_FLIGHT_MAX,
-    READ_AHEAD_WINDOWS_DEFAULT, READ_AHEAD_WINDOWS_MAX, READ_CACHE_BUFFERS_DEFAULT,
-    READ_CACHE_BUFFERS_MAX, READ_PACE_PERCENT_DEFAULT, READ_PACE_PERCENT_MAX, RECORD_SIZE_MAX,
-    SECTOR_SIZE, SEGMENT_RECYCLE_BYTES_DEFAULT, SEGMENT_RECYCLE_MAX, SEGMENT_SIZE_DEFAULT,
-    SEGMENT_SIZE_MAX, SEGMENT_SIZE_MIN,
+    COMPACTION_THRESHOLD_MINOR_PER_MILLE_DEFAULT, DISK_PRESSURE_PERCENT_DEFAULT,
+    DISK_PRESSURE_PERCENT_MAX, DISK_RESERVE_DEFAULT, DISK_RESERVE_MAX, INDEX_CACHE_PAGES_DEFAULT,
+    INDEX_CACHE_PAGES_MAX, READS_IN_FLIGHT_MAX, READ_AHEAD_WINDOWS_DEFAULT, READ_AHEAD_WINDOWS_MAX,
+    READ_CACHE_BUFFERS_DEFAULT, READ_CACHE_BUFFERS_MAX, READ_PACE_PERCENT_DEFAULT,
+    READ_PACE_PERCENT_MAX, RECORD_SIZE_MAX, SECTOR_SIZE, SEGMENT_RECYCLE_BYTES_DEFAULT,
+    SEGMENT_RECYCLE_MAX, SEGMENT_SIZE_DEFAULT, SEGMENT_SIZE_MAX, SEGMENT_SIZE_MIN,
 };
 
 /// How a commit is made durable.
@@ -63,6 +63,15 @@ pub struct Config {
     /// files and checkpoints always have room (`Disk::space_free`). 0 leaves it to the
     /// allocation. Default: 128 MiB (`DISK_RESERVE_DEFAULT`). Bounds: 0 ..= 1 TiB.
     pub disk_reserve: u64,
+    /// Disk pressure starts when the file system's free space falls below this many percent
+    /// of its size (and at least one segment above the reserve and the next segment): from
+    /// there to the reserve plus one segment, compaction's threshold rises from the minor to
+    /// the major one, the recycle pool shrinks to one file, compaction takes turns from the
+    /// commits, and at the reserve adds wait for compaction rather than being refused while
+    /// it can still free space (`journal/pressure.rs`, docs/gc.md "Disk pressure").
+    /// Default: 20 (`DISK_PRESSURE_PERCENT_DEFAULT`). Bounds: 0 ..= 90; 0 turns the ramp off
+    /// (adds still wait for space compaction can free).
+    pub disk_pressure_percent: u32,
     /// Sealed segments left with nothing live (every ledger in them deleted) that are kept,
     /// up to this many, to become the next segments instead of being unlinked while new ones
     /// are allocated (`journal/dead.rs`); kept ones are removed too once none was reused for
@@ -125,6 +134,7 @@ impl Default for Config {
             compaction_threshold_minor_per_mille: COMPACTION_THRESHOLD_MINOR_PER_MILLE_DEFAULT,
             compaction_threshold_major_per_mille: COMPACTION_THRESHOLD_MAJOR_PER_MILLE_DEFAULT,
             disk_reserve: DISK_RESERVE_DEFAULT,
+            disk_pressure_percent: DISK_PRESSURE_PERCENT_DEFAULT,
             segment_recycle_max: segment_recycle_default(SEGMENT_SIZE_DEFAULT),
             read_ahead_windows: READ_AHEAD_WINDOWS_DEFAULT,
             read_pace_percent: READ_PACE_PERCENT_DEFAULT,
@@ -201,6 +211,12 @@ impl Config {
             return Err(ConfigError {
                 field: "disk_reserve",
                 expected: "0..=1099511627776",
+            });
+        }
+        if self.disk_pressure_percent > DISK_PRESSURE_PERCENT_MAX {
+            return Err(ConfigError {
+                field: "disk_pressure_percent",
+                expected: "0..=90",
             });
         }
         if self.segment_recycle_max > SEGMENT_RECYCLE_MAX {

@@ -147,6 +147,18 @@ pub const DISK_RESERVE_DEFAULT: u64 = 128 * 1024 * 1024;
 /// Largest configurable reserve: 1 TiB.
 pub const DISK_RESERVE_MAX: u64 = 1024 * 1024 * 1024 * 1024;
 
+/// Free space, in percent of the file system, below which disk pressure starts
+/// (`Config::disk_pressure_percent`). BookKeeper's `diskUsageWarnThreshold` (0.90 used) starts
+/// its forced collection at 10% free, with major thresholds at once; ringlog starts earlier
+/// and ramps, so a churning bookie compacts half-live segments long before it would stall.
+pub const DISK_PRESSURE_PERCENT_DEFAULT: u32 = 20;
+/// Largest configurable pressure start: 90% free.
+pub const DISK_PRESSURE_PERCENT_MAX: u32 = 90;
+/// How long adds wait for compaction or removals to give space back, with neither making
+/// progress, before the journal turns read-only (EREADONLY): a BookKeeper client's add times
+/// out after a few seconds, and a read-only bookie lets it change ensembles instead.
+pub const SPACE_WAIT_PROGRESS_MS_MAX: u64 = 2_000;
+
 /// Bytes of dead segments' files a journal keeps by default to reuse as its next segments
 /// (`Config::segment_recycle_max` is this over the segment size, `segment_recycle_default`).
 /// Under churn a collector round frees a whole generation of ledgers at once while the write

@@ -254,4 +254,7 @@ pub trait Disk {
     /// of it free, so sealing and deletions can always write their files on a full disk. One
     /// blocking call, cheap (no disk I/O on local file systems).
     fn space_free(&mut self) -> io::Result<u64>;
+    /// Bytes the file system of the journal's directory holds in all (statvfs `f_blocks`):
+    /// disk pressure starts at a share of it (`Config::disk_pressure_percent`).
+    fn space_total(&mut self) -> io::Result<u64>;
 }

@@ -453,14 +453,16 @@ impl Index {
     }
 
     /// The sealed segment below `before` with the smallest live fraction under `threshold`
-    /// (live bytes over file size; segments with nothing live are removed, not compacted),
-    /// leaving out those `excluded` refuses and those holding an explicit-LAC record (the
-    /// checkpoint points at it).
+    /// (live bytes over file size; segments with nothing live are removed, not compacted)
+    /// whose copy is at most `copy_size_max` bytes (it must fit the free space), leaving out
+    /// those `excluded` refuses and those holding an explicit-LAC record (the checkpoint
+    /// points at it).
     #[must_use]
     pub fn compaction_candidate(
         &self,
         before: SegmentId,
         threshold: f64,
+        copy_size_max: u64,
         excluded: impl Fn(SegmentId) -> bool,
     ) -> Option<SegmentId> {
         let lac_segments = self.explicit_lac_segments();
@@ -482,6 +484,7 @@ impl Index {
                 table.bytes_live > 0
                     && fraction(table) < threshold
                     && copy_size(table) < table.file_size
+                    && copy_size(table) <= copy_size_max
                     && !lac_segments.contains(segment)
                     && !excluded(**segment)
             })
@@ -609,6 +612,15 @@ impl Index {
             dead.retain(|segment| !lac_segments.contains(segment));
         }
         dead
+    }
+
+    /// True when some sealed segment below `before` has nothing live (cheaper than
+    /// `sealed_segments_dead`: no list, no explicit-LAC check).
+    #[must_use]
+    pub fn sealed_segment_dead_any(&self, before: SegmentId) -> bool {
+        self.sealed_segments
+            .range(..before)
+            .any(|(_, table)| table.bytes_live == 0)
     }
 
     /// A sealed segment's files are gone.

@@ -4,6 +4,7 @@ mod allocation;
 mod compact;
 mod delete;
 mod disk_full;
+mod disk_pressure;
 mod file_name;
 mod harness;
 mod journal;

@@ -230,6 +230,17 @@ pub struct ServeArgs {
     /// 1048576. Default: 128.
     #[arg(long, value_name = "MIB")]
     pub disk_reserve_mib: Option<u64>,
+    /// Disk pressure starts when a data directory's file system has less than this percent
+    /// of its size free: from there down to the reserve plus one segment, compaction's
+    /// threshold rises from --compaction-threshold-minor to --compaction-threshold-major
+    /// and its rate up to 4x, each shard keeps at most one dead segment for reuse, sorting
+    /// stops, and compaction runs even while the commits keep every slot busy. At the
+    /// reserve, adds wait (backpressure: clients see latency, not errors) while compaction or
+    /// removals can still give space back; only when nothing can does the bookie turn
+    /// read-only (docs/gc.md, "Disk pressure"). 0 turns the ramp off (adds still wait for
+    /// space that can come back). 0 to 90. Default: 20.
+    #[arg(long, value_name = "PERCENT")]
+    pub disk_pressure_percent: Option<u32>,
     /// Sealed segments left with nothing live (every ledger in them deleted) that each shard
     /// keeps to reuse as its next segments, instead of unlinking them and allocating new
     /// ones. A reused segment is renamed and gets a new header: no unlink (whose freeing of
@@ -625,6 +636,7 @@ impl ServeArgs {
             zero_ahead: self.zero_ahead.or(file.zero_ahead),
             index_cache_mib: self.index_cache_mib.or(file.index_cache_mib),
             disk_reserve_mib: self.disk_reserve_mib.or(file.disk_reserve_mib),
+            disk_pressure_percent: self.disk_pressure_percent.or(file.disk_pressure_percent),
             segment_recycle_max: self.segment_recycle_max.or(file.segment_recycle_max),
             read_ahead_mib: self.read_ahead_mib.or(file.read_ahead_mib),
             sort_sealed_segments: self.sort_sealed_segments.or(file.sort_sealed_segments),
@@ -704,6 +716,7 @@ impl ServeArgs {
                 engine::Config::default().compaction_threshold_major_per_mille,
             )?,
             disk_reserve: disk_reserve(self.disk_reserve_mib)?,
+            disk_pressure_percent: disk_pressure_percent(self.disk_pressure_percent)?,
             segment_recycle_max: segment_recycle_max(self.segment_recycle_max, segment_size)?,
             read_ahead_windows: read_ahead_windows(self.read_ahead_mib, shard_cores.len())?,
             sort_sealed: self
@@ -1200,6 +1213,18 @@ fn disk_reserve(mib: Option<u64>) -> Result<u64, ConfigError> {
         });
     }
     Ok(mib << 20)
+}
+
+/// Where disk pressure starts, from `--disk-pressure-percent`.
+fn disk_pressure_percent(percent: Option<u32>) -> Result<u32, ConfigError> {
+    let percent = percent.unwrap_or(engine::constants::DISK_PRESSURE_PERCENT_DEFAULT);
+    if percent > engine::constants::DISK_PRESSURE_PERCENT_MAX {
+        return Err(ConfigError::OutOfBounds {
+            option: "--disk-pressure-percent",
+            expected: "0..=90",
+        });
+    }
+    Ok(percent)
 }
 
 /// Dead segments a journal keeps for reuse, from `--segment-recycle-max`; by default 4 GiB of

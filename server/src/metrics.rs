@@ -157,6 +157,14 @@ shard_scalars! {
     read_only,
     /// 1 once the journal is poisoned.
     poisoned,
+    /// 1 while adds wait for compaction or removals to give disk space back, else 0.
+    waiting_for_space,
+    /// Times adds began to wait for space, and the milliseconds they waited in all.
+    space_waits,
+    space_wait_ms,
+    /// The disk-pressure level and compaction's threshold now, in thousandths.
+    disk_pressure_per_mille,
+    compaction_threshold_per_mille,
     /// Sealed segments, and the segments still being written or not yet sealed.
     segments_sealed,
     segments_unsealed,

@@ -981,4 +981,8 @@ impl Disk for SimDisk {
             .capacity
             .map_or(u64::MAX, |capacity| capacity.saturating_sub(used)))
     }
+
+    fn space_total(&mut self) -> io::Result<u64> {
+        Ok(self.faults.capacity.unwrap_or(u64::MAX))
+    }
 }

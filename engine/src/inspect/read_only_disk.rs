@@ -252,4 +252,8 @@ impl Disk for ReadOnlyDisk {
     fn space_free(&mut self) -> io::Result<u64> {
         Ok(0)
     }
+
+    fn space_total(&mut self) -> io::Result<u64> {
+        Ok(0)
+    }
 }

@@ -362,7 +362,7 @@ impl<D: Disk> Journal<D> {
         if end > commits.segment_size {
             let Some(spare) = self.segments.spare_take() else {
                 self.stats.staging_full += 1;
-                return Err(if self.segments.is_read_only() {
+                return Err(if self.space_exhausted() {
                     AddError::ReadOnly
                 } else {
                     AddError::StagingFull

@@ -142,8 +142,12 @@ pub(super) struct Compaction {
     /// disk filled or emptied); cleared when planning finds none. Planning looks at every
     /// sealed segment, so it runs only when something changed, not on every submit.
     plan_pending: bool,
-    /// The read-only state planning last saw (it picks the threshold).
-    read_only_planned: bool,
+    /// The threshold planning last used (disk pressure moves it).
+    threshold_planned: u32,
+    /// The last planning found a segment that frees space, or a job for space runs.
+    frees_space: bool,
+    /// The write head waits for space: compaction runs without credit.
+    credit_unlimited: bool,
     /// Segments taken out of compaction because their records or index failed a check.
     refused: BTreeSet<SegmentId>,
     /// The copy buffer and the read window.
@@ -167,7 +171,9 @@ impl Compaction {
             failed: false,
             submits_since_failure: 0,
             plan_pending: true,
-            read_only_planned: false,
+            threshold_planned: 0,
+            frees_space: false,
+            credit_unlimited: false,
             refused: BTreeSet::new(),
             buffer,
             window,
@@ -199,10 +205,25 @@ impl Compaction {
         })
     }
 
+    /// True when a job for space runs, planning may find one, or a failed one will be
+    /// retried: space may still come back (`journal/pressure.rs`).
+    pub(super) fn may_free_space(&self) -> bool {
+        self.frees_space || self.plan_pending || self.failed
+    }
+
+    fn credit_left(&self) -> bool {
+        self.credit > 0 || self.credit_unlimited
+    }
+
     /// True when nothing is in flight and nothing can go before more credit or a retry.
     pub(super) fn is_idle(&self) -> bool {
+        let index_rename_due = self
+            .job
+            .as_ref()
+            .is_some_and(|job| matches!(job.phase, Phase::SwapIndex(_)));
         !self.in_flight
-            && (self.credit == 0
+            && !index_rename_due
+            && (!self.credit_left()
                 || self.failed
                 || (self.job.is_none() && !self.plan_pending)
                 || self.is_sorting_waiting())
@@ -273,9 +294,8 @@ impl<D: Disk> Journal<D> {
             }
             self.compaction.failed = false;
         }
-        let read_only = self.segments.is_read_only();
-        if read_only != self.compaction.read_only_planned {
-            self.compaction.read_only_planned = read_only;
+        self.compaction.credit_unlimited = self.segments.is_read_only();
+        if self.compaction_threshold_per_mille() != self.compaction.threshold_planned {
             self.compaction.plan_pending = true;
         }
         let planned =
@@ -294,30 +314,38 @@ impl<D: Disk> Journal<D> {
             self.compact_sort_yield();
             return;
         }
-        if self.compaction.credit == 0 {
+        // Once the copy is renamed over S, reads of S wait for the index's rename: that
+        // step takes no credit (it moves no data), or reads would wait for the next grant.
+        let swapping = matches!(
+            self.compaction.job.as_ref().map(|job| &job.phase),
+            Some(Phase::SwapIndex(_))
+        );
+        if !self.compaction.credit_left() && !swapping {
             return;
         }
         let step = self.compact_submit();
         self.compact_after(step);
     }
 
-    /// Picks the sealed segment with the least live data under the threshold (the major one
-    /// while the disk is full), or else, with `Config::sort_sealed` and room on the disk, the
-    /// newest segment still in commit order, and plans its copy. Returns whether a job runs.
+    /// Picks the sealed segment with the least live data under the threshold (which disk
+    /// pressure raises, `journal/pressure.rs`) whose copy fits the free space, or else, with
+    /// `Config::sort_sealed`, room on the disk and no pressure, the newest segment still in
+    /// commit order, and plans its copy. Returns whether a job runs.
     fn compact_plan(&mut self) -> bool {
-        let read_only = self.segments.is_read_only();
-        let per_mille = if read_only {
-            self.config.compaction_threshold_major_per_mille
-        } else {
-            self.config.compaction_threshold_minor_per_mille
-        };
-        let sort = self.config.sort_sealed && !read_only && !self.compaction.sorting_paused;
+        let blocked = self.segments.is_read_only();
+        let per_mille = self.compaction_threshold_per_mille();
+        self.compaction.threshold_planned = per_mille;
+        let sort = self.config.sort_sealed
+            && !blocked
+            && self.pressure.per_mille() == 0
+            && !self.compaction.sorting_paused;
         if per_mille == 0 && !sort {
             // Off: nothing to plan until the threshold changes (the disk fills or empties).
             self.compaction.plan_pending = false;
+            self.compaction.frees_space = false;
             return false;
         }
-        if self.compaction.credit == 0 {
+        if !self.compaction.credit_left() {
             return false;
         }
         let resume = self.seal.resume().segment;
@@ -326,27 +354,33 @@ impl<D: Disk> Journal<D> {
         // or removed: it rests under the name the next copy would be written to.
         let kept = &self.dead;
         let excluded = |segment| refused.contains(&segment) || kept.is_replaced(segment);
+        // A copy for space needs its own size beyond the reserve, or half the reserve (the
+        // rest stays for index files and checkpoints) once the write head waits for it: the
+        // least live segment whose copy fits, not the least live one. A sorted copy is as
+        // large as its segment's live data: it needs that much room beyond the reserve and
+        // the next segment, or the journal would turn read-only for it. A file system that
+        // cannot tell its free space leaves it to the allocation, as segment creation does.
+        let free = self.disk.space_free().unwrap_or(u64::MAX);
+        let reserve = self.config.disk_reserve;
+        let copy_size_max = free.saturating_sub(if blocked { reserve / 2 } else { reserve });
         let threshold = f64::from(per_mille) / 1000.0;
         let mut candidate = (per_mille > 0)
-            .then(|| self.index.compaction_candidate(resume, threshold, excluded))
+            .then(|| {
+                self.index
+                    .compaction_candidate(resume, threshold, copy_size_max, excluded)
+            })
             .flatten();
         let mut sorting = false;
-        if candidate.is_none() && sort {
+        if candidate.is_none() && sort && free >= 2 * self.config.segment_size + reserve {
             candidate = self.index.sort_candidate(resume, excluded);
             sorting = candidate.is_some();
         }
-        // A sorted copy is as large as its segment's live data: it needs that much room
-        // beyond the reserve and the next segment, or the journal would turn read-only for it.
-        if sorting {
-            let room = 2 * self.config.segment_size + self.config.disk_reserve;
-            if !self.disk.space_free().is_ok_and(|free| free >= room) {
-                candidate = None;
-            }
-        }
         let Some(segment) = candidate else {
             self.compaction.plan_pending = false;
+            self.compaction.frees_space = false;
             return false;
         };
+        self.compaction.frees_space = !sorting;
         let table = self
             .index
             .sealed_segment(segment)
@@ -821,8 +855,8 @@ impl<D: Disk> Journal<D> {
             return;
         }
         self.compaction.plan_pending = false;
-        let read_only = self.segments.is_read_only();
-        let per_mille = self.config.compaction_threshold_minor_per_mille;
+        let read_only = self.segments.is_read_only() || self.pressure.per_mille() > 0;
+        let per_mille = self.compaction_threshold_per_mille();
         let resume = self.seal.resume().segment;
         let refused = &self.compaction.refused;
         let kept = &self.dead;
@@ -830,9 +864,12 @@ impl<D: Disk> Journal<D> {
             || (per_mille > 0
                 && self
                     .index
-                    .compaction_candidate(resume, f64::from(per_mille) / 1000.0, |segment| {
-                        refused.contains(&segment) || kept.is_replaced(segment)
-                    })
+                    .compaction_candidate(
+                        resume,
+                        f64::from(per_mille) / 1000.0,
+                        u64::MAX,
+                        |segment| refused.contains(&segment) || kept.is_replaced(segment),
+                    )
                     .is_some());
         if !needed {
             return;

@@ -59,6 +59,11 @@ impl DeadFiles {
         self.replaced.len()
     }
 
+    /// True while a file is leaving or kept: space is coming back (`journal/pressure.rs`).
+    pub(super) fn is_busy(&self) -> bool {
+        self.removing.is_some() || self.recycling.is_some() || !self.replaced.is_empty()
+    }
+
     /// True while `segment`'s old file is kept (or leaving): it is not compacted again.
     pub(super) fn is_replaced(&self, segment: SegmentId) -> bool {
         self.replaced.contains(&segment)
@@ -68,10 +73,12 @@ impl DeadFiles {
 impl<D: Disk> Journal<D> {
     /// How many files may be kept for reuse now: none once none was reused for a while, nor
     /// while the disk has no room for a new segment (a full disk gets its space back, and
-    /// compaction room for its copies).
+    /// compaction room for its copies), and one under disk pressure (the next segment's).
     fn recycle_keep_max(&mut self) -> usize {
         if self.seal.reuse_idle() || !room_left(&mut self.disk, &self.config) {
             0
+        } else if self.pressure.per_mille() > 0 {
+            self.config.segment_recycle_max.min(1)
         } else {
             self.config.segment_recycle_max
         }
@@ -81,8 +88,9 @@ impl<D: Disk> Journal<D> {
     /// would stay within the budget.
     pub(super) fn replaced_keep_room(&mut self) -> bool {
         // Not the idle rule: that one gives kept files back when the write head stopped
-        // taking them, while a journal segment just sorted means the head is writing.
-        if !room_left(&mut self.disk, &self.config) {
+        // taking them, while a journal segment just sorted means the head is writing. Under
+        // disk pressure the old file's space is wanted back.
+        if self.pressure.per_mille() > 0 || !room_left(&mut self.disk, &self.config) {
             return false;
         }
         let (keep, _) = self.segments_dead();

@@ -31,6 +31,7 @@ mod compact;
 mod dead;
 mod event;
 mod index_pages;
+mod pressure;
 mod read_ahead;
 mod read_pace;
 mod reads;
@@ -108,6 +109,8 @@ pub struct Journal<D: Disk> {
     compaction: Compaction,
     /// Dead segments' files being removed or reused.
     dead: dead::DeadFiles,
+    /// The disk-pressure level and the write head's wait for space.
+    pressure: pressure::Pressure,
     /// What open found and did, for the server's log.
     open_report: OpenReport,
     /// Events queued for `events_swap`.
@@ -201,7 +204,7 @@ impl<D: Disk> Journal<D> {
         };
         assert!(recovered.position_next % to_u64(SECTOR_SIZE) == 0);
         assert!(recovered.position_next >= to_u64(SEGMENT_HEADER_SIZE));
-        Ok(Journal {
+        let mut journal = Journal {
             disk,
             index: recovered.index,
             commits,
@@ -212,6 +215,7 @@ impl<D: Disk> Journal<D> {
             index_pages: IndexPages::new(config.index_cache_pages),
             compaction,
             dead: dead::DeadFiles::default(),
+            pressure: pressure::Pressure::new(),
             open_report: recovered.report,
             events: Vec::with_capacity(
                 events_max + config.reads_in_flight_max + READ_WINDOW_WAITERS_MAX,
@@ -219,7 +223,9 @@ impl<D: Disk> Journal<D> {
             completions: Vec::with_capacity(events_max),
             stats,
             config,
-        })
+        };
+        journal.pressure_update();
+        Ok(journal)
     }
 
     /// Stages an entry. On success the token comes back as `Durable` (or `Written` for a
@@ -394,7 +400,7 @@ impl<D: Disk> Journal<D> {
         if self.commits.is_poisoned() {
             return Err(AddError::Poisoned);
         }
-        if self.segments.is_read_only() {
+        if self.space_exhausted() {
             return Err(AddError::ReadOnly);
         }
         Ok(())
@@ -435,6 +441,8 @@ impl<D: Disk> Journal<D> {
             self.submit_staging();
         }
         if self.segments.start_due() {
+            // Each new segment takes a segment of free space: the moment to look again.
+            self.pressure_update();
             let recycled_from = self.segment_recycle_take();
             let (disk, stats) = (&mut self.disk, &mut self.stats);
             self.segments
@@ -448,7 +456,12 @@ impl<D: Disk> Journal<D> {
             self.zero_ahead.drive(disk, head, self.config.segment_size);
             self.seal_drive();
             self.compact_drive();
+        } else if !self.commits.is_poisoned() && self.pressure.per_mille() > 0 {
+            // Under pressure a steady writer would never leave compaction a turn, and space
+            // it does not give back stops every writer at the floor.
+            self.compact_drive();
         }
+        self.pressure_blocked_track();
         if self.disk.flush().is_err() {
             self.poison();
         }
@@ -482,7 +495,17 @@ impl<D: Disk> Journal<D> {
                         .window_on_complete(disk, stats, events, slot, result);
                 }
                 TOKEN_SEAL => self.seal_on_complete(op, result),
-                TOKEN_COMPACT => self.compact_on_complete(op, result),
+                TOKEN_COMPACT => {
+                    if result >= 0 {
+                        self.pressure.progress();
+                    }
+                    let done = self.stats.compactions_done;
+                    self.compact_on_complete(op, result);
+                    if self.stats.compactions_done != done {
+                        // A swap gave space back.
+                        self.pressure_update();
+                    }
+                }
                 TOKEN_PREPARE => {
                     let recycle = self
                         .segments
@@ -491,7 +514,13 @@ impl<D: Disk> Journal<D> {
                         self.segment_recycle_done(done);
                     }
                 }
-                TOKEN_DEAD => self.dead_on_complete(result),
+                TOKEN_DEAD => {
+                    if result >= 0 {
+                        self.pressure.progress();
+                    }
+                    self.dead_on_complete(result);
+                    self.pressure_update();
+                }
                 TOKEN_ZERO_AHEAD => self.zero_ahead.on_complete(stats, result),
                 _ => unreachable!("unknown disk token {:#x}", completion.token),
             }
@@ -665,7 +694,10 @@ impl<D: Disk> Journal<D> {
     /// capped at a short burst; a grant larger than that stands alone (tests grant
     /// `u64::MAX` for no limit).
     pub fn compaction_grant(&mut self, bytes: u64) {
-        self.compaction.grant(bytes);
+        // Under disk pressure compaction's share grows up to 4x at the floor.
+        let scale = 1000 + 3 * u64::from(self.pressure.per_mille());
+        self.compaction
+            .grant(u64::try_from(u128::from(bytes) * u128::from(scale) / 1000).unwrap_or(u64::MAX));
     }
 
     /// Turns read pacing on or off (`read_pace.rs`): the server turns it on while its commits
@@ -706,10 +738,31 @@ impl<D: Disk> Journal<D> {
         self.compaction.refused()
     }
 
-    /// True while no segment can be created (disk full): adds get `ReadOnly`.
+    /// True while no segment can be created (disk full) and nothing can give space back:
+    /// adds get `ReadOnly`. While space can still come back, adds wait instead
+    /// (`is_waiting_for_space`).
     #[must_use]
     pub fn is_read_only(&self) -> bool {
-        self.segments.is_read_only()
+        self.space_exhausted()
+    }
+
+    /// True while the write head waits for compaction or removals to give space back
+    /// (adds get `StagingFull`, backpressure), not read-only.
+    #[must_use]
+    pub fn is_waiting_for_space(&self) -> bool {
+        self.segments.is_read_only() && !self.space_exhausted()
+    }
+
+    /// The disk-pressure level, in thousandths (`journal/pressure.rs`).
+    #[must_use]
+    pub fn disk_pressure_per_mille(&self) -> u32 {
+        self.pressure.per_mille()
+    }
+
+    /// Compaction's threshold now, in thousandths of a segment live (it rises with pressure).
+    #[must_use]
+    pub fn compaction_threshold_now_per_mille(&self) -> u32 {
+        self.compaction_threshold_per_mille()
     }
 
     /// True when no commit is staged or in flight, and no zero-ahead write is in flight.

@@ -197,6 +197,11 @@ impl Seal {
         self.deletions_durable < self.deletions
     }
 
+    /// True while the last sealing step failed (it is retried later).
+    pub(super) fn is_failing(&self) -> bool {
+        self.failed
+    }
+
     /// Segments queued or being sealed.
     pub(super) fn pending(&self) -> usize {
         self.queue.len()

@@ -18,6 +18,13 @@ pub struct Stats {
     pub bytes_written: u64,
     /// Times an add was refused for lack of staging room (backpressure).
     pub staging_full: u64,
+    /// Times the write head found no segment and none could be created while space could
+    /// still come back (adds waited instead of being refused), and the time spent so, in
+    /// microseconds (`journal/pressure.rs`).
+    pub space_waits: u64,
+    pub space_wait_us_total: u64,
+    /// The disk-pressure level last read, in thousandths (a gauge).
+    pub disk_pressure_per_mille: u64,
     /// Segments created after open.
     pub segments_created: u64,
     /// Times segment creation failed (disk full).

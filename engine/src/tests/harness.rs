@@ -189,7 +189,7 @@ pub fn read_entry<D: Disk>(
         match journal.read(9, LedgerId(ledger), target) {
             Ok(ReadOutcome::Ready { body, .. }) => break Some(body.to_vec()),
             Ok(ReadOutcome::Pending) => break None,
-            Err(crate::ReadError::Busy) if attempts < 3 => {
+            Err(crate::ReadError::Busy) if attempts < 100 => {
                 attempts += 1;
                 drive(journal);
             }

@@ -34,6 +34,10 @@ struct Coverage {
     /// next open scans or rebuilds a file with stale records past its data).
     segments_recycled: u64,
     crashes_after_recycling: u64,
+    /// Times adds waited for space on a full disk (compaction or removals could free some),
+    /// and crashes with compaction running under disk pressure.
+    space_waits: u64,
+    crashes_while_compacting_under_pressure: u64,
 }
 
 /// Runs one seed; returns what it exercised.
@@ -56,8 +60,14 @@ fn run_seed(seed: u64) -> Coverage {
         // through read-ahead windows or each alone.
         sort_sealed: rng.below(2) == 0,
         read_ahead_windows: [0, 1, 4][crate::stdx::to_usize(rng.below(3))],
+        // A reserve of one segment, so that a disk of a few segments can fill (below).
+        disk_reserve: 256 * 1024,
         ..config_small()
     };
+    // One seed in three runs on a disk that fills: each round's capacity is what it holds
+    // plus the reserve and one to three segments, so adds meet disk pressure, wait for
+    // forced compaction and removals, or are refused, and crashes land in the middle.
+    let fills = rng.below(3) == 0;
     let mut disk = SimDisk::new(rng.next_u64());
     let mut model = Model::default();
     let mut token = 0u64;
@@ -88,7 +98,12 @@ fn run_seed(seed: u64) -> Coverage {
         // Compaction's rate: unlimited, or a trickle so copies span many turns.
         let grant = if rng.below(2) == 0 { u64::MAX } else { 8192 };
         // Faults for this round: most rounds clean, some with I/O errors.
+        let capacity = fills.then(|| {
+            let room = config.disk_reserve + (1 + rng.below(3)) * config.segment_size;
+            journal.disk_mut().space_used() + room
+        });
         journal.disk_mut().faults = SimFaults {
+            capacity,
             write_error_ppm: if rng.below(5) == 0 { 20_000 } else { 0 },
             sync_error_ppm: if rng.below(5) == 0 { 20_000 } else { 0 },
             write_short_ppm: if rng.below(8) == 0 { 20_000 } else { 0 },
@@ -159,6 +174,9 @@ fn run_seed(seed: u64) -> Coverage {
         coverage.crashes_while_compacting += u64::from(journal.compaction_running());
         coverage.segments_recycled += stats.segments_recycled;
         coverage.crashes_after_recycling += u64::from(stats.segments_recycled > 0);
+        coverage.space_waits += stats.space_waits;
+        coverage.crashes_while_compacting_under_pressure +=
+            u64::from(journal.compaction_running() && journal.disk_pressure_per_mille() > 0);
         if !journal.deletions_pending() {
             deleted_durable = model.deleted.keys().copied().collect();
         }
@@ -202,6 +220,9 @@ fn simulation() {
                 total.crashes_while_compacting += coverage.crashes_while_compacting;
                 total.segments_recycled += coverage.segments_recycled;
                 total.crashes_after_recycling += coverage.crashes_after_recycling;
+                total.space_waits += coverage.space_waits;
+                total.crashes_while_compacting_under_pressure +=
+                    coverage.crashes_while_compacting_under_pressure;
             }
             Err(_) => {
                 println!("seed {seed} FAILED; reproduce: make sim SEED={seed}");
@@ -236,6 +257,14 @@ fn simulation() {
         assert!(
             total.crashes_after_recycling > 0,
             "no crash after a segment was reused"
+        );
+        assert!(
+            total.space_waits > 0,
+            "no add waited for space on a full disk"
+        );
+        assert!(
+            total.crashes_while_compacting_under_pressure > 0,
+            "no crash in a compaction under disk pressure"
         );
     }
 }

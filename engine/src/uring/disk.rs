@@ -512,6 +512,10 @@ impl Disk for UringDisk {
     fn space_free(&mut self) -> io::Result<u64> {
         super::disk_space(&self.directory).map(|space| space.free_bytes)
     }
+
+    fn space_total(&mut self) -> io::Result<u64> {
+        super::disk_space(&self.directory).map(|space| space.total_bytes)
+    }
 }
 
 /// A write submitted with IOSQE_CQE_SKIP_SUCCESS: it posts a completion only if it fails.

@@ -7,7 +7,7 @@
 //! `success` label and quantiles over the last one to two minutes (`QuantileWindow`). The rest
 //! are `ringlog_` families in base units, latencies as cumulative histograms in seconds.
 
-use super::{HistogramId, ShardValues, ERROR_CODES, ERROR_SLOTS};
+use super::{HistogramId, ShardScalars, ShardValues, ERROR_CODES, ERROR_SLOTS};
 use engine::histogram::HISTOGRAM_BUCKETS;
 use engine::Log2Histogram;
 use std::fmt::Write;
@@ -344,6 +344,16 @@ fn render_counters(out: &mut String, total: &ShardValues) {
             "compactions abandoned",
             s.compaction_failures,
         ),
+        (
+            "ringlog_disk_space_waits_total",
+            "times adds began to wait for compaction or removals to give disk space back",
+            s.space_waits,
+        ),
+        (
+            "ringlog_disk_space_wait_ms_total",
+            "milliseconds adds waited for disk space, summed over shards",
+            s.space_wait_ms,
+        ),
     ];
     for (name, help, value) in counters {
         family(out, name, "counter", help);
@@ -367,6 +377,9 @@ fn render_errors(out: &mut String, total: &ShardValues) {
         }
     }
 }
+
+/// A gauge shown per shard: name, help, and how to read it from a shard's scalars.
+type PerShardGauge = (&'static str, &'static str, fn(&ShardScalars) -> u64);
 
 fn render_gauges(out: &mut String, total: &ShardValues, shards: &[ShardValues]) {
     let s = &total.scalars;
@@ -396,25 +409,42 @@ fn render_gauges(out: &mut String, total: &ShardValues, shards: &[ShardValues]) 
     family(out, name, "gauge", "journal segments, sealed or not");
     sample(out, name, "state=\"sealed\"", s.segments_sealed);
     sample(out, name, "state=\"unsealed\"", s.segments_unsealed);
-    let flags = [
+    let per_shard: [PerShardGauge; 5] = [
         (
             "ringlog_shard_read_only",
-            "1 while the shard's disk is full",
+            "1 while the shard's disk is full and nothing can give space back",
+            |s| s.read_only,
         ),
         (
             "ringlog_shard_poisoned",
             "1 once the shard's journal is poisoned",
+            |s| s.poisoned,
+        ),
+        (
+            "ringlog_shard_waiting_for_space",
+            "1 while the shard's adds wait for compaction or removals to give disk space back",
+            |s| s.waiting_for_space,
+        ),
+        (
+            "ringlog_shard_disk_pressure_per_mille",
+            "disk pressure, 0 (free space above --disk-pressure-percent) to 1000 (at the reserve)",
+            |s| s.disk_pressure_per_mille,
+        ),
+        (
+            "ringlog_shard_compaction_threshold_per_mille",
+            "live thousandths under which a sealed segment is compacted now (pressure raises it)",
+            |s| s.compaction_threshold_per_mille,
         ),
     ];
-    for (name, help) in flags {
+    for (name, help, value) in per_shard {
         family(out, name, "gauge", help);
         for (shard, values) in shards.iter().enumerate() {
-            let value = if name == "ringlog_shard_read_only" {
-                values.scalars.read_only
-            } else {
-                values.scalars.poisoned
-            };
-            sample(out, name, &format!("shard=\"{shard}\""), value);
+            sample(
+                out,
+                name,
+                &format!("shard=\"{shard}\""),
+                value(&values.scalars),
+            );
         }
     }
 }

@@ -356,6 +356,8 @@ struct Lifecycle {
     poison_reported: bool,
     /// The read-only state last printed (disk full), so each transition is printed once.
     read_only_reported: bool,
+    /// The last wait-for-space state logged (`Journal::is_waiting_for_space`).
+    space_wait_reported: bool,
 }
 
 /// Whether a wait polls the ring or sleeps.

@@ -48,6 +48,13 @@ impl Shard {
             staging_full: journal.staging_full,
             read_only: u64::from(self.bookie.journal.is_read_only()),
             poisoned: u64::from(self.bookie.journal.is_poisoned()),
+            waiting_for_space: u64::from(self.bookie.journal.is_waiting_for_space()),
+            space_waits: journal.space_waits,
+            space_wait_ms: journal.space_wait_us_total / 1000,
+            disk_pressure_per_mille: u64::from(self.bookie.journal.disk_pressure_per_mille()),
+            compaction_threshold_per_mille: u64::from(
+                self.bookie.journal.compaction_threshold_now_per_mille(),
+            ),
             segments_sealed,
             segments_unsealed,
             journal_bytes: sealed_bytes + segments_unsealed * self.config.journal.segment_size,

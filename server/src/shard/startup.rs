@@ -213,6 +213,7 @@ impl Shard {
                 drained: false,
                 poison_reported: false,
                 read_only_reported: false,
+                space_wait_reported: false,
             },
             polling: Polling {
                 progress_last: Instant::now(),

@@ -187,8 +187,23 @@ impl Shard {
     /// for the operator.
     pub(super) fn read_only_check(&mut self) {
         let read_only = self.bookie.journal.is_read_only();
-        if read_only {
+        let waiting = self.bookie.journal.is_waiting_for_space();
+        if read_only || waiting {
             self.bookie.journal.segment_retry_now();
+        }
+        if waiting != self.lifecycle.space_wait_reported {
+            self.lifecycle.space_wait_reported = waiting;
+            let pressure = self.bookie.journal.disk_pressure_per_mille();
+            if waiting {
+                tracing::warn!(
+                    shard = self.id,
+                    pressure_per_mille = pressure,
+                    "disk full but space can come back: adds wait for compaction and removals \
+                     instead of being refused (docs/gc.md, \"Disk pressure\")"
+                );
+            } else {
+                tracing::info!(shard = self.id, "adds flow again after waiting for space");
+            }
         }
         // A sealing step that failed (disk full too, most likely) is retried on the same clock.
         self.bookie.journal.seal_retry_now();

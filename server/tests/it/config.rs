@@ -134,6 +134,26 @@ fn defaults_and_bounds() {
             assert_eq!(config.journal.disk_reserve, reserve_mib << 20);
         }
     }
+    for (percent, valid) in [
+        (None, true),
+        (Some(0), true),
+        (Some(90), true),
+        (Some(91), false),
+    ] {
+        let resolved = bad(ServeArgs {
+            disk_pressure_percent: percent,
+            ..ServeArgs::default()
+        })
+        .resolve(&[0]);
+        assert_eq!(
+            resolved.is_ok(),
+            valid,
+            "--disk-pressure-percent {percent:?}"
+        );
+        if let Ok(config) = resolved {
+            assert_eq!(config.journal.disk_pressure_percent, percent.unwrap_or(20));
+        }
+    }
     // The total is shared by the shards, at most 1024 windows each.
     for (mib, shards, windows) in [
         (0, 1, Some(0)),

@@ -53,6 +53,14 @@ abstract class Bookie {
     }
 
     final void start() throws Exception {
+        start(false);
+    }
+
+    /**
+     * As start(); with `readOnlyOk` a registration under available/readonly also counts (a
+     * bookie restarted on a full disk comes up read-only and still serves reads: disk-churn).
+     */
+    final void start(boolean readOnlyOk) throws Exception {
         starts += 1;
         ProcessBuilder builder = new ProcessBuilder(command());
         builder.redirectErrorStream(true);
@@ -61,6 +69,9 @@ abstract class Bookie {
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(startTimeoutMs());
         while (System.nanoTime() < deadline) {
             Stat stat = zk.registration(id());
+            if (readOnlyOk && (stat == null || stat.getEphemeralOwner() == registrationOwner)) {
+                stat = zk.readOnlyRegistration(id());
+            }
             if (stat != null && stat.getEphemeralOwner() != registrationOwner) {
                 registrationOwner = stat.getEphemeralOwner();
                 return;

@@ -88,7 +88,8 @@ public final class Main {
                 new Scenario("bench-writes", 1, options.benchSeconds() + 150,
                         c -> BenchWrites.run(c, options.benchSeconds()),
                         BenchWrites.JAVA_BOOKIE_SETTINGS),
-                diskFull(options));
+                diskFull(options),
+                diskChurn(options));
         int passed = 0;
         int failed = 0;
         int skipped = 0;
@@ -145,6 +146,22 @@ public final class Main {
                     "--gc-interval-ms", "2000");
         }
         return new Scenario("disk-full", 1, 170, DiskFull::run, settings, skip);
+    }
+
+    /**
+     * disk-churn (issue 33) runs only on the small file system scripts/disk_pressure.sh mounts
+     * for it (-Ddiskchurn.dir), with either bookie: two interleaved streams, half the disk
+     * live, TOTAL (10 GiB) through it (DiskChurn; -Ddiskchurn.* options in interop/README.md).
+     */
+    private static Scenario diskChurn(Options options) {
+        DiskChurn.Config config = DiskChurn.Config.fromSystemProperties();
+        if (config.dir() == null) {
+            return new Scenario("disk-churn", 1, 60, c -> "", Map.of(), "(needs its own small"
+                    + " file system: run `make disk-pressure`, which mounts one and passes"
+                    + " -Ddiskchurn.dir)");
+        }
+        return new Scenario("disk-churn", 1, config.timeoutSeconds(),
+                c -> DiskChurn.run(c, config), config.settings(), null);
     }
 
     private static void printHeader(Options options, Path runDir) throws Exception {
