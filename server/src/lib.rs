@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 pub mod admin;
+pub mod cli;
 pub mod config;
 mod connection;
 pub mod data_dirs;

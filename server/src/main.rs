@@ -6,7 +6,8 @@
 
 use clap::Parser;
 use server::admin::{AdminCommand, AdminError, Outcome as AdminOutcome};
-use server::config::{Cli, Command, ServeArgs};
+use server::cli::{Cli, Command};
+use server::config::ServeArgs;
 use server::Outcome;
 
 const EXIT_STOPPED: i32 = 0;

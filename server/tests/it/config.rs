@@ -2,8 +2,9 @@
 //! journal placement, defaults and bounds.
 
 use clap::Parser;
+use server::cli::{Cli, Command};
 use server::config::{
-    cores_parse, journal_dir, shard_cores, shard_data_dir, Cli, Command, DataDirList, ServeArgs,
+    cores_parse, journal_dir, shard_cores, shard_data_dir, DataDirList, ServeArgs,
 };
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
