@@ -225,6 +225,14 @@ pub const ZK_STALE_REGISTRATION_GRACE_MS: u64 = 2_000;
 /// process exits anyway and the session expires on its own.
 pub const ZK_DEREGISTER_TIMEOUT_MS: u64 = 5_000;
 
+/// The shortest time between the end of a collection round and the next one that a shard
+/// under disk pressure asked for (docs/gc.md, "Disk pressure"). Back to back, rounds still
+/// read ZooKeeper no faster than --gc-metadata-rate.
+pub const GC_PRESSURE_ROUND_GAP_MS_MIN: u64 = 100;
+/// How long a shard with no room for a segment lets adds wait for the collection round it
+/// asked for before it turns read-only (the round's deletions make it writable again).
+pub const GC_PRESSURE_ROUND_WAIT_MS_MAX: u64 = 10_000;
+
 /// Default `--gc-interval-ms`: BookKeeper's `gcWaitTime`, 10 minutes.
 pub const GC_INTERVAL_MS_DEFAULT: u64 = 600_000;
 /// Smallest non-zero `--gc-interval-ms` (0 turns collection off): tests use 500 ms; below

@@ -159,6 +159,12 @@ shard_scalars! {
     poisoned,
     /// 1 while adds wait for compaction or removals to give disk space back, else 0.
     waiting_for_space,
+    /// Bytes zeroed ahead of the write head in new segment files, and written to index files:
+    /// with `bytes_written` and compaction's, what the journal writes per byte added.
+    zero_ahead_bytes,
+    index_bytes_written,
+    /// Dead segment files reused as new segments (no zeroing ahead needed).
+    segments_recycled,
     /// Times adds began to wait for space, and the milliseconds they waited in all.
     space_waits,
     space_wait_ms,

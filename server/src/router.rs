@@ -15,7 +15,7 @@
 use engine::uring::Eventfd;
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::sync::RwLock;
 
@@ -49,6 +49,24 @@ pub struct Router {
     /// Per shard: its journal refuses adds (read-only or poisoned). Each shard writes only its
     /// own flag; the registration thread reads them all.
     read_only: Vec<AtomicBool>,
+    gc: GcRounds,
+}
+
+/// The garbage collector's rounds, as the shards see them (docs/gc.md, "Disk pressure"): a
+/// shard under disk pressure asks for a round now rather than at the next --gc-interval-ms
+/// (the Java bookie forces its collection at `diskUsageWarnThreshold` the same way), and a
+/// shard with no room for a segment waits for a round that started after it asked before it
+/// calls its disk full: ledgers deleted in the metadata are space the bookie has not heard of.
+#[derive(Debug, Default)]
+struct GcRounds {
+    /// The collector runs (--zk with --gc-interval-ms).
+    active: AtomicBool,
+    wanted: AtomicBool,
+    started: AtomicU64,
+    /// Rounds ended, whether they collected or failed; a round's deletions are in the
+    /// mailboxes before it counts here.
+    ended: AtomicU64,
+    forced: AtomicU64,
 }
 
 /// Why a mail was not delivered.
@@ -85,6 +103,7 @@ impl Router {
             poisoned: AtomicBool::new(false),
             drained: AtomicUsize::new(0),
             read_only: (0..shards).map(|_| AtomicBool::new(false)).collect(),
+            gc: GcRounds::default(),
         };
         Ok((router, receivers))
     }
@@ -222,6 +241,59 @@ impl Router {
             .any(|flag| flag.load(Ordering::Relaxed))
     }
 
+    /// The collector starts (`true`) or ends.
+    pub fn gc_active_set(&self, active: bool) {
+        self.gc.active.store(active, Ordering::SeqCst);
+    }
+
+    /// True while the collector runs: a shard may ask it for rounds.
+    #[must_use]
+    pub fn gc_is_active(&self) -> bool {
+        self.gc.active.load(Ordering::SeqCst)
+    }
+
+    /// A shard under disk pressure asks for a collection round as soon as the collector may
+    /// run one. Writes only on a change: shards call it every tick while the pressure lasts.
+    pub fn gc_want(&self) {
+        if !self.gc.wanted.load(Ordering::Relaxed) {
+            self.gc.wanted.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// The collector takes the request, if there is one, and counts the round it forces.
+    pub fn gc_wanted_take(&self) -> bool {
+        let wanted = self.gc.wanted.swap(false, Ordering::SeqCst);
+        if wanted {
+            self.gc.forced.fetch_add(1, Ordering::Relaxed);
+        }
+        wanted
+    }
+
+    /// The collector starts a round.
+    pub fn gc_round_started(&self) {
+        self.gc.started.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// The collector ended a round (after mailing its deletions).
+    pub fn gc_round_ended(&self) {
+        self.gc.ended.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Rounds started and rounds ended so far.
+    #[must_use]
+    pub fn gc_rounds(&self) -> (u64, u64) {
+        (
+            self.gc.started.load(Ordering::SeqCst),
+            self.gc.ended.load(Ordering::SeqCst),
+        )
+    }
+
+    /// Rounds run early at a shard's request.
+    #[must_use]
+    pub fn gc_rounds_forced(&self) -> u64 {
+        self.gc.forced.load(Ordering::Relaxed)
+    }
+
     /// True when every shard is drained. Stable once true: a drained shard has nothing in
     /// flight anywhere and no stopping shard reads new requests, so no work can appear.
     #[must_use]
@@ -270,5 +342,34 @@ impl OwnerCache {
     /// Caches a ledger this shard recovered and registered.
     pub fn insert(&mut self, ledger: i64, owner: ShardId) {
         self.owners.insert(ledger, owner);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Router;
+
+    #[test]
+    fn a_round_asked_for_under_pressure_is_taken_once_and_rounds_are_counted() {
+        let (router, _mailboxes) = Router::new(2, 4).unwrap();
+        assert!(!router.gc_is_active());
+        router.gc_active_set(true);
+        assert!(!router.gc_wanted_take(), "nobody asked");
+        // Both shards ask, every tick: one round answers them all.
+        router.gc_want();
+        router.gc_want();
+        assert!(router.gc_wanted_take());
+        assert!(!router.gc_wanted_take());
+        assert_eq!(router.gc_rounds_forced(), 1);
+        // A shard that sees (started, ended) = (1, 0) waits for round 2 to end: round 1 may
+        // have listed the metadata before the block.
+        router.gc_round_started();
+        assert_eq!(router.gc_rounds(), (1, 0));
+        router.gc_round_ended();
+        router.gc_round_started();
+        router.gc_round_ended();
+        assert_eq!(router.gc_rounds(), (2, 2));
+        router.gc_active_set(false);
+        assert!(!router.gc_is_active());
     }
 }

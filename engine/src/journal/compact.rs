@@ -785,11 +785,14 @@ impl<D: Disk> Journal<D> {
         // segment instead of freed, while the recycling budget has room: no unlink frees a
         // whole segment in ext4's journal beside the commits (with online discard, 256 MiB
         // freed held them for about 30 ms here), and the next segment needs no zero-ahead.
-        // Only a sort keeps it: compaction for space is there to give the space back.
-        let keep = job.sorting
-            && job.table.generation == 0
-            && job.table.file_size == self.config.segment_size
-            && self.replaced_keep_room();
+        // A sort keeps it; compaction for space is there to give the space back, except the
+        // one file the next segment takes under disk pressure short of the floor (`dead.rs`):
+        // that space is needed for the next segment either way, and a new file would be
+        // zeroed ahead again.
+        let reusable = job.table.generation == 0 && job.table.file_size == self.config.segment_size;
+        let sorting = job.sorting;
+        let keep =
+            (sorting || self.pressure.per_mille() > 0) && reusable && self.replaced_keep_room();
         let replace = FileOp::Replace {
             from: FileId::SegmentCompacted(segment),
             to: FileId::Segment(segment),

@@ -71,11 +71,24 @@ impl DeadFiles {
 }
 
 impl<D: Disk> Journal<D> {
-    /// How many files may be kept for reuse now: none once none was reused for a while, nor
-    /// while the disk has no room for a new segment (a full disk gets its space back, and
-    /// compaction room for its copies), and one under disk pressure (the next segment's).
+    /// How many files may be kept for reuse now: none once none was reused for a while, and
+    /// the budget (`recycle_budget`) otherwise.
     fn recycle_keep_max(&mut self) -> usize {
-        if self.seal.reuse_idle() || !room_left(&mut self.disk, &self.config) {
+        if self.seal.reuse_idle() {
+            0
+        } else {
+            self.recycle_budget()
+        }
+    }
+
+    /// None while the disk has no room for a new segment (a full disk gets its space back,
+    /// and compaction room for its copies: a kept file would leave the next copy without
+    /// it), one under disk pressure, `Config::segment_recycle_max` otherwise. The one is the
+    /// next segment's file: the write head needs that space either way, and a reused file
+    /// needs no zeroing ahead, which a new one does (as many bytes written again as the
+    /// commits write: the largest share of a nearly full disk's write amplification).
+    fn recycle_budget(&mut self) -> usize {
+        if !room_left(&mut self.disk, &self.config) {
             0
         } else if self.pressure.per_mille() > 0 {
             self.config.segment_recycle_max.min(1)
@@ -88,13 +101,10 @@ impl<D: Disk> Journal<D> {
     /// would stay within the budget.
     pub(super) fn replaced_keep_room(&mut self) -> bool {
         // Not the idle rule: that one gives kept files back when the write head stopped
-        // taking them, while a journal segment just sorted means the head is writing. Under
-        // disk pressure the old file's space is wanted back.
-        if self.pressure.per_mille() > 0 || !room_left(&mut self.disk, &self.config) {
-            return false;
-        }
+        // taking them, while a journal segment just sorted means the head is writing.
+        let budget = self.recycle_budget();
         let (keep, _) = self.segments_dead();
-        keep.len() + self.dead.replaced.len() < self.config.segment_recycle_max
+        keep.len() + self.dead.replaced.len() < budget
     }
 
     /// A compaction swap kept `segment`'s old file.

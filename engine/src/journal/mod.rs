@@ -42,6 +42,7 @@ mod zero_ahead;
 
 pub use self::commit::{CommitInFlight, CommitStage};
 pub use self::event::Event;
+pub use self::pressure::SpaceReport;
 pub use self::reads::{ReadOutcome, ReadSlot, ReadTarget};
 pub use self::stats::Stats;
 pub use crate::ids::{ENTRY_ID_EXPLICIT_LAC, ENTRY_ID_FENCE, ENTRY_ID_FORCE, ENTRY_ID_LEDGER_KEY};
@@ -450,10 +451,15 @@ impl<D: Disk> Journal<D> {
         }
         let disk = &mut self.disk;
         self.segments.drive(disk, &self.config);
-        // Zero-ahead pauses while poisoned and while every commit slot is busy.
+        // Zero-ahead pauses while poisoned and while every commit slot is busy, and stops
+        // under disk pressure: it writes as many bytes again as the commits to spare them an
+        // extent conversion, when the disk's writes are needed to give space back (on a
+        // nearly full disk it was the largest share of the write amplification).
         if !self.commits.is_poisoned() && !self.commits.slots_full() {
-            let head = self.commits.write_head();
-            self.zero_ahead.drive(disk, head, self.config.segment_size);
+            if self.pressure.per_mille() == 0 {
+                let head = self.commits.write_head();
+                self.zero_ahead.drive(disk, head, self.config.segment_size);
+            }
             self.seal_drive();
             self.compact_drive();
         } else if !self.commits.is_poisoned() && self.pressure.per_mille() > 0 {

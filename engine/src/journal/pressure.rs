@@ -10,16 +10,20 @@
 //!   are copied well before the disk fills (the minor threshold alone leaves a churning
 //!   bookie full of them), grows compaction's credit, and lets compaction submit while every
 //!   commit slot is busy: a steady writer otherwise never leaves it a turn;
-//! - shrinks the recycle pool to one file and stops sorting (its copies and kept files are
-//!   space that a full disk needs back);
+//! - shrinks the recycle pool to one file, the next segment's (a compacted segment's old
+//!   file may be it), and stops sorting and zero-ahead (their writes are wanted for giving
+//!   space back).
 //!
 //! At the floor the write head finds no segment ("blocked"). Adds then wait
 //! (`AddError::StagingFull`: the server stops reading, the clients see latency) instead of
 //! getting `ReadOnly`, as long as space can still come back: a compaction job or candidate, a
 //! dead segment or kept file to remove, deletions waiting for their checkpoint, and some of
 //! that made progress within `SPACE_WAIT_PROGRESS_MS_MAX`. Compaction then takes segments up
-//! to 0.9 live (halfway from the major threshold to 1), without credit. Read-only (EREADONLY, the read-only znode) is left
-//! for a disk whose live data and reserve truly fill it, or whose reclaiming is stuck.
+//! to 0.9 live (halfway from the major threshold to 1), without credit. With a collector
+//! outside the journal (the server's, `deletions_await_arm`), a block also waits for its next
+//! round: ledgers deleted in the metadata are space the journal has not heard of yet.
+//! Read-only (EREADONLY, the read-only znode) is left for a disk whose live data and reserve
+//! truly fill it, or whose reclaiming is stuck.
 
 use super::Journal;
 use crate::constants::SPACE_WAIT_PROGRESS_MS_MAX;
@@ -37,6 +41,11 @@ pub(super) struct Pressure {
     blocked_since: Option<Instant>,
     /// The last completion of compaction or of a removal while blocked.
     progress_at: Instant,
+    /// Ledgers are deleted by a collector outside the journal (`Journal::deletions_await_arm`):
+    /// a block waits for its answer.
+    deletions_external: bool,
+    /// Blocked, and the collector has not answered since (`Journal::deletions_answered`).
+    deletions_awaited: bool,
 }
 
 impl Pressure {
@@ -45,6 +54,8 @@ impl Pressure {
             per_mille: 0,
             blocked_since: None,
             progress_at: Instant::now(),
+            deletions_external: false,
+            deletions_awaited: false,
         }
     }
 
@@ -129,11 +140,13 @@ impl<D: Disk> Journal<D> {
                 let now = Instant::now();
                 self.pressure.blocked_since = Some(now);
                 self.pressure.progress_at = now;
+                self.pressure.deletions_awaited = self.pressure.deletions_external;
                 self.stats.space_waits += 1;
                 self.compaction.replan();
             }
             (false, Some(since)) => {
                 self.pressure.blocked_since = None;
+                self.pressure.deletions_awaited = false;
                 let waited = u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX);
                 self.stats.space_wait_us_total += waited;
                 self.compaction.replan();
@@ -170,9 +183,89 @@ impl<D: Disk> Journal<D> {
                 .sealed_segment_dead_any(self.seal.resume().segment)
     }
 
-    /// True when adds must be refused for space: no segment can be created, and nothing can
-    /// give space back (or nothing did for `SPACE_WAIT_PROGRESS_MS_MAX`).
+    /// True when adds must be refused for space: no segment can be created, nothing can
+    /// give space back (or nothing did for `SPACE_WAIT_PROGRESS_MS_MAX`), and the server is
+    /// not finding out about deletions.
     pub(super) fn space_exhausted(&self) -> bool {
-        self.segments.is_read_only() && (self.pressure.stuck() || !self.space_reclaimable())
+        self.segments.is_read_only()
+            && !self.pressure.deletions_awaited
+            && (self.pressure.stuck() || !self.space_reclaimable())
     }
+
+    /// Whether ledgers are deleted by a collector outside the journal (the server's, which
+    /// compares with the metadata). While one runs, a write head that finds no room waits for
+    /// its answer (`deletions_answered`) before it may turn read-only: ledgers deleted in the
+    /// metadata that the journal has not heard of yet are space that can come back.
+    pub fn deletions_await_arm(&mut self, external: bool) {
+        self.pressure.deletions_external = external;
+        if !external {
+            self.pressure.deletions_awaited = false;
+        }
+    }
+
+    /// True while blocked and waiting for the collector's answer.
+    #[must_use]
+    pub fn is_awaiting_deletions(&self) -> bool {
+        self.pressure.deletions_awaited
+    }
+
+    /// The collector completed a round that started after the block began, and its deletions
+    /// were applied (or it could not answer in time). Reclaiming gets its full time again.
+    pub fn deletions_answered(&mut self) {
+        if self.pressure.deletions_awaited {
+            self.pressure.deletions_awaited = false;
+            self.pressure.progress_at = Instant::now();
+        }
+    }
+
+    /// True while no segment can be created for the write head: adds wait or are refused.
+    #[must_use]
+    pub fn is_blocked_for_space(&self) -> bool {
+        self.segments.is_read_only()
+    }
+
+    /// What the operator's log line says when the journal turns read-only for space: why,
+    /// and the figures that show whether live data truly fills the disk.
+    #[must_use]
+    pub fn space_report(&mut self) -> SpaceReport {
+        let resume = self.seal.resume().segment;
+        let (mut sealed_bytes, mut live_bytes, mut sealed_segments) = (0u64, 0u64, 0u32);
+        for segment in self.index.sealed_segments().collect::<Vec<_>>() {
+            if segment >= resume {
+                continue;
+            }
+            if let Some(table) = self.index.sealed_segment(segment) {
+                sealed_bytes += table.file_size;
+                live_bytes += table.bytes_live;
+                sealed_segments += 1;
+            }
+        }
+        SpaceReport {
+            stuck: self.pressure.stuck(),
+            free_bytes: self.disk.space_free().unwrap_or(u64::MAX),
+            sealed_segments,
+            sealed_bytes,
+            live_bytes,
+            compaction_threshold_per_mille: self.compaction_threshold_per_mille(),
+            compaction_may_free: self.compaction.may_free_space(),
+            removals_busy: self.dead.is_busy(),
+            deletions_pending: self.seal.deletions_pending(),
+        }
+    }
+}
+
+/// See `Journal::space_report`.
+#[derive(Debug, Clone, Copy)]
+pub struct SpaceReport {
+    /// Reclaiming made no progress for `SPACE_WAIT_PROGRESS_MS_MAX` (else: nothing to reclaim).
+    pub stuck: bool,
+    pub free_bytes: u64,
+    pub sealed_segments: u32,
+    /// The sealed segments' file sizes and the live bytes in them.
+    pub sealed_bytes: u64,
+    pub live_bytes: u64,
+    pub compaction_threshold_per_mille: u32,
+    pub compaction_may_free: bool,
+    pub removals_busy: bool,
+    pub deletions_pending: bool,
 }

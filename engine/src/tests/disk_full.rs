@@ -173,6 +173,50 @@ fn without_a_reserve_the_last_segment_can_leave_no_room_to_give_space_back() {
 }
 
 #[test]
+fn a_full_journal_waits_for_the_outside_collectors_answer_before_it_turns_read_only() {
+    // The server's collector learns of deleted ledgers from the metadata, some time after
+    // the client deleted them: until it answered, the journal cannot know that nothing can
+    // be freed. Everything here is live, so the answer finds nothing.
+    let (mut journal, mut model, mut token) = nearly_full(25, RESERVE, 2 * SEGMENT_SIZE + RESERVE);
+    journal.deletions_await_arm(true);
+    let mut ledgers = vec![1, 2];
+    'fill: for ledger in 3..100 {
+        ledgers.push(ledger);
+        for entry in 0..ENTRIES_PER_LEDGER {
+            while !add(&mut journal, &mut model, token, ledger, entry, 100) {
+                model.apply(&drive(&mut journal));
+                assert!(!journal.is_read_only(), "{:?}", journal.stats());
+                if journal.is_awaiting_deletions() {
+                    break 'fill;
+                }
+            }
+            token = (token + 1) % 9000;
+        }
+    }
+    assert!(journal.is_blocked_for_space() && journal.is_waiting_for_space());
+    // Longer than reclaiming may go without progress: the answer still holds the adds.
+    std::thread::sleep(std::time::Duration::from_millis(
+        crate::constants::SPACE_WAIT_PROGRESS_MS_MAX + 100,
+    ));
+    journal.segment_retry_now();
+    model.apply(&drive(&mut journal));
+    assert!(!journal.is_read_only(), "{:?}", journal.stats());
+    assert_eq!(add_refused(&mut journal), Err(AddError::StagingFull));
+    // The answer: nothing deleted. Nothing else can give space back: read-only at once.
+    journal.deletions_answered();
+    assert!(!journal.is_awaiting_deletions());
+    assert!(journal.is_read_only(), "{:?}", journal.stats());
+    assert_eq!(add_refused(&mut journal), Err(AddError::ReadOnly));
+    // A later round finds the deletions: the journal recovers as without a collector (the
+    // other tests here run without one: nothing is awaited there).
+    delete_and_wait(&mut journal, &mut model, &ledgers);
+    assert!(!journal.is_read_only(), "space came back: writable again");
+    assert!(!journal.is_awaiting_deletions());
+    assert!(fill(&mut journal, &mut model, &mut token, 200));
+    verify_all(&mut journal, &model);
+}
+
+#[test]
 fn a_journal_restarted_on_its_full_disk_opens_read_only_and_recovers_the_same_way() {
     let (mut journal, mut model, mut token) = nearly_full(24, RESERVE, 2 * SEGMENT_SIZE + RESERVE);
     let ledgers = fill_until_read_only(&mut journal, &mut model, &mut token);

@@ -156,11 +156,54 @@ fn without_the_pressure_ramp_the_same_churn_stalls_on_a_full_disk_more_often() {
         "waits for space: {} with the ramp, {} without",
         on.waits, off.waits
     );
-    assert!(on.refused.is_empty() && off.refused.is_empty());
+    assert!(
+        on.refused.is_empty() && off.refused.is_empty(),
+        "{:?} {:?} {:?}",
+        on.refused,
+        off.refused,
+        off.journal.stats()
+    );
     assert!(
         off.waits > 2 * on.waits + 5,
         "{} vs {}",
         off.waits,
         on.waits
     );
+}
+
+#[test]
+fn under_disk_pressure_the_active_segment_is_not_zeroed_ahead() {
+    // Zero-ahead writes as many bytes again as the commits, to spare them an extent
+    // conversion; on a nearly full disk those writes are wanted for giving space back.
+    let run = |capacity: Option<u64>| {
+        let config = Config {
+            segment_size: SEGMENT_SIZE,
+            disk_reserve: SEGMENT_SIZE,
+            ..config_small()
+        };
+        let mut disk = SimDisk::new(41);
+        disk.faults.capacity = capacity;
+        let mut journal = Journal::open(disk, config).unwrap();
+        let mut model = Model::default();
+        // One commit (a 4 KiB block) each: half a segment in all.
+        for entry in 0..32 {
+            let token = u64::try_from(entry).unwrap();
+            while !super::harness::add(&mut journal, &mut model, token, 7, entry, 100) {
+                model.apply(&drive(&mut journal));
+            }
+            model.apply(&drive(&mut journal));
+        }
+        verify_all(&mut journal, &model);
+        (
+            journal.stats().zero_ahead_bytes,
+            journal.disk_pressure_per_mille(),
+        )
+    };
+    let (zeroed, level) = run(None);
+    assert_eq!(level, 0);
+    assert!(zeroed > 0, "zero-ahead runs without pressure");
+    // The reserve, the active segment, its spare and a little more: pressure from the open.
+    let (zeroed, level) = run(Some(SEGMENT_SIZE * 9 / 2));
+    assert!(level > 0 && level < 1000, "{level}");
+    assert_eq!(zeroed, 0);
 }

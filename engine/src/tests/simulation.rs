@@ -38,6 +38,8 @@ struct Coverage {
     /// and crashes with compaction running under disk pressure.
     space_waits: u64,
     crashes_while_compacting_under_pressure: u64,
+    /// Turns in which a write head without room waited for the collector's answer.
+    collector_waits: u64,
 }
 
 /// Runs one seed; returns what it exercised.
@@ -68,6 +70,11 @@ fn run_seed(seed: u64) -> Coverage {
     // plus the reserve and one to three segments, so adds meet disk pressure, wait for
     // forced compaction and removals, or are refused, and crashes land in the middle.
     let fills = rng.below(3) == 0;
+    // One such seed in two deletes through a collector, as the server does: a deletion
+    // reaches the journal at the collector's next round, and a write head without room waits
+    // for that round (`Journal::deletions_await_arm`) before it may turn read-only.
+    let collector = fills && rng.below(2) == 0;
+    let mut collector_queue: Vec<i64> = Vec::new();
     let mut disk = SimDisk::new(rng.next_u64());
     let mut model = Model::default();
     let mut token = 0u64;
@@ -95,6 +102,7 @@ fn run_seed(seed: u64) -> Coverage {
             journal.delete_ledger(LedgerId(ledger));
         }
         model.pending.clear();
+        journal.deletions_await_arm(collector);
         // Compaction's rate: unlimited, or a trickle so copies span many turns.
         let grant = if rng.below(2) == 0 { u64::MAX } else { 8192 };
         // Faults for this round: most rounds clean, some with I/O errors.
@@ -140,7 +148,9 @@ fn run_seed(seed: u64) -> Coverage {
                 };
                 for slot in slots {
                     let ledger = ledger_ids[slot];
-                    if journal.delete_ledger(LedgerId(ledger)) {
+                    if collector {
+                        collector_queue.push(ledger);
+                    } else if journal.delete_ledger(LedgerId(ledger)) {
                         model.delete(ledger);
                     }
                     ledger_ids[slot] = ledger_id_next;
@@ -152,6 +162,16 @@ fn run_seed(seed: u64) -> Coverage {
             // dropped for compaction), so the sort is paused and resumed at random.
             if rng.below(4) == 0 {
                 journal.sorting_pause(rng.below(2) == 0);
+            }
+            // The collector's round: now and then, and soon after a block asked for one.
+            if collector && (journal.is_awaiting_deletions() || rng.below(8) == 0) {
+                coverage.collector_waits += u64::from(journal.is_awaiting_deletions());
+                for ledger in collector_queue.drain(..) {
+                    if journal.delete_ledger(LedgerId(ledger)) {
+                        model.delete(ledger);
+                    }
+                }
+                journal.deletions_answered();
             }
             journal.compaction_grant(grant);
             journal.submit();
@@ -223,6 +243,7 @@ fn simulation() {
                 total.space_waits += coverage.space_waits;
                 total.crashes_while_compacting_under_pressure +=
                     coverage.crashes_while_compacting_under_pressure;
+                total.collector_waits += coverage.collector_waits;
             }
             Err(_) => {
                 println!("seed {seed} FAILED; reproduce: make sim SEED={seed}");
@@ -265,6 +286,10 @@ fn simulation() {
         assert!(
             total.crashes_while_compacting_under_pressure > 0,
             "no crash in a compaction under disk pressure"
+        );
+        assert!(
+            total.collector_waits > 0,
+            "no full write head waited for the collector"
         );
     }
 }

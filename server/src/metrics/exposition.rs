@@ -45,6 +45,8 @@ pub struct ServerFlags {
     pub read_only: bool,
     /// Data directories none of whose shards refuses adds.
     pub writable_dirs: u64,
+    /// Collection rounds run early because a shard was under disk pressure.
+    pub gc_rounds_forced: u64,
 }
 
 /// The totals at the start of the current and the previous window, so quantiles cover
@@ -89,6 +91,14 @@ pub fn render(
 ) {
     render_java(out, total, since, flags);
     render_counters(out, total);
+    let forced = "ringlog_gc_rounds_forced_total";
+    family(
+        out,
+        forced,
+        "counter",
+        "collection rounds run early because a shard was under disk pressure",
+    );
+    sample(out, forced, "", flags.gc_rounds_forced);
     render_errors(out, total);
     render_gauges(out, total, shards);
     render_histograms(out, total);
@@ -343,6 +353,21 @@ fn render_counters(out: &mut String, total: &ShardValues) {
             "ringlog_gc_compaction_failures_total",
             "compactions abandoned",
             s.compaction_failures,
+        ),
+        (
+            "ringlog_journal_zero_ahead_bytes_total",
+            "bytes zeroed ahead of the write head in new segment files",
+            s.zero_ahead_bytes,
+        ),
+        (
+            "ringlog_journal_index_bytes_written_total",
+            "bytes written to sealed segments' index files",
+            s.index_bytes_written,
+        ),
+        (
+            "ringlog_gc_segments_recycled_total",
+            "dead segment files reused as new segments instead of removed",
+            s.segments_recycled,
         ),
         (
             "ringlog_disk_space_waits_total",

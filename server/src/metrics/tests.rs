@@ -13,6 +13,7 @@ fn rendered(total: &ShardValues, shards: &[ShardValues], read_only: bool) -> Str
     let flags = ServerFlags {
         read_only,
         writable_dirs: u64::from(!read_only),
+        gc_rounds_forced: 3,
     };
     render(&mut out, total, shards, &ShardValues::default(), flags);
     out
@@ -66,6 +67,7 @@ fn exposition_of_counters_errors_and_histograms() {
     assert!(text.contains("# TYPE ringlog_adds_total counter\nringlog_adds_total 7\n"));
     assert!(text.contains("\nbookie_WRITE_BYTES 7000\n"));
     assert!(text.contains("\nbookie_SERVER_STATUS 1\n"));
+    assert!(text.contains("\nringlog_gc_rounds_forced_total 3\n"));
     let errors = "ringlog_request_errors_total";
     assert!(text.contains(&format!(
         "{errors}{{operation=\"add\",code=\"EFENCED\"}} 2\n"

@@ -13,6 +13,11 @@
 //! 4. only if every read succeeded, sends each owner shard a `Mail::DeleteLedgers` of the
 //!    snapshot ledgers the listing lacks. A full mailbox defers them to the next round.
 //!
+//! A shard under disk pressure asks for a round now (`Router::gc_want`): the next one starts
+//! `GC_PRESSURE_ROUND_GAP_MS_MIN` after the last instead of --gc-interval-ms, and the shards
+//! see rounds start and end (`Router::gc_rounds`), so a full one waits for the deletions a
+//! round finds before it calls its disk full (docs/gc.md, "Disk pressure").
+//!
 //! With --gc-overreplicated-wait-ms, a complete round is followed, once per wait period, by
 //! the check for over-replicated ledgers (`gc_overreplicated.rs`).
 
@@ -199,12 +204,16 @@ pub(super) async fn collect(control: &Control, bookie: &str) {
         .config
         .gc_overreplicated_wait
         .map(|wait| Candidates::new(wait, Instant::now()));
-    while sleep_unless_stopping(control, interval).await {
+    let router = &control.router;
+    router.gc_active_set(true);
+    while round_wait(control, interval).await {
         let started = Instant::now();
+        router.gc_round_started();
         let round = until_stopping(control, round_run(control, &mut client, &mut rate)).await;
         let outcome = match round {
             None | Some(Err(RoundError::Read(ReadError::Stopping))) => break,
             Some(Err(error)) => {
+                router.gc_round_ended();
                 warn_once(
                     &mut round_warning,
                     Some(format!("{error}; nothing collected this round")),
@@ -215,6 +224,7 @@ pub(super) async fn collect(control: &Control, bookie: &str) {
         };
         warn_once(&mut round_warning, None);
         deletions_send(control, &outcome, started.elapsed());
+        router.gc_round_ended();
         // Only after a complete round, on the session it just used.
         let now = Instant::now();
         let Some(candidates) = candidates.as_mut().filter(|c| c.check_due(now)) else {
@@ -233,8 +243,29 @@ pub(super) async fn collect(control: &Control, bookie: &str) {
             }
         }
     }
+    router.gc_active_set(false);
     if let Some(client) = client {
         close(client, deregister_bound()).await;
+    }
+}
+
+/// Waits for the next round: `interval` after the last one, or `GC_PRESSURE_ROUND_GAP_MS_MIN`
+/// after it when a shard under disk pressure asks for one. False if the server is stopping.
+async fn round_wait(control: &Control, interval: Duration) -> bool {
+    let gap_min = Duration::from_millis(limits::GC_PRESSURE_ROUND_GAP_MS_MIN);
+    if !sleep_unless_stopping(control, gap_min.min(interval)).await {
+        return false;
+    }
+    let deadline = Instant::now() + interval.saturating_sub(gap_min);
+    loop {
+        if control.stopping() {
+            return false;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || control.router.gc_wanted_take() {
+            return true;
+        }
+        tokio::time::sleep(left.min(gap_min)).await;
     }
 }
 

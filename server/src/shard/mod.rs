@@ -358,6 +358,9 @@ struct Lifecycle {
     read_only_reported: bool,
     /// The last wait-for-space state logged (`Journal::is_waiting_for_space`).
     space_wait_reported: bool,
+    /// While the journal awaits the collector's answer to a block: the number of rounds that
+    /// must have ended (one started after the block was seen), and when it was seen.
+    gc_round_awaited: Option<(u64, Instant)>,
 }
 
 /// Whether a wait polls the ring or sleeps.

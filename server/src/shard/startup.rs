@@ -214,6 +214,7 @@ impl Shard {
                 poison_reported: false,
                 read_only_reported: false,
                 space_wait_reported: false,
+                gc_round_awaited: None,
             },
             polling: Polling {
                 progress_last: Instant::now(),

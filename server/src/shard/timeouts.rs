@@ -186,6 +186,7 @@ impl Shard {
     /// is writable again within one tick of space returning; both transitions are printed
     /// for the operator.
     pub(super) fn read_only_check(&mut self) {
+        self.gc_pressure_check();
         let read_only = self.bookie.journal.is_read_only();
         let waiting = self.bookie.journal.is_waiting_for_space();
         if read_only || waiting {
@@ -210,8 +211,23 @@ impl Shard {
         if read_only != self.lifecycle.read_only_reported {
             self.lifecycle.read_only_reported = read_only;
             if read_only {
+                let report = self.bookie.journal.space_report();
+                let mib = |bytes: u64| bytes / (1024 * 1024);
                 tracing::warn!(
                     shard = self.id,
+                    reason = if report.stuck {
+                        "reclaiming made no progress"
+                    } else {
+                        "nothing reclaimable"
+                    },
+                    free_mib = mib(report.free_bytes),
+                    sealed_segments = report.sealed_segments,
+                    sealed_mib = mib(report.sealed_bytes),
+                    live_mib = mib(report.live_bytes),
+                    compaction_threshold_per_mille = report.compaction_threshold_per_mille,
+                    compaction_may_free = report.compaction_may_free,
+                    removals_busy = report.removals_busy,
+                    deletions_pending = report.deletions_pending,
                     "read-only: cannot create a journal segment (disk full, or free space under \
                      --disk-reserve-mib); adds get EREADONLY, reads go on, creation is retried \
                      every {} ms",
@@ -220,6 +236,35 @@ impl Shard {
             } else {
                 tracing::info!(shard = self.id, "writable again");
             }
+        }
+    }
+
+    /// Under disk pressure, asks the collector for rounds now rather than every
+    /// --gc-interval-ms; once the write head has no room, the journal waits for a round that
+    /// started after that was seen, and for its deletions, before it may turn read-only
+    /// (docs/gc.md, "Disk pressure").
+    fn gc_pressure_check(&mut self) {
+        let router = &self.bookie.router;
+        let journal = &mut self.bookie.journal;
+        journal.deletions_await_arm(router.gc_is_active());
+        if journal.disk_pressure_per_mille() > 0 || journal.is_blocked_for_space() {
+            router.gc_want();
+        }
+        if !journal.is_awaiting_deletions() {
+            self.lifecycle.gc_round_awaited = None;
+            return;
+        }
+        let (started, ended) = router.gc_rounds();
+        let Some((needed, seen)) = self.lifecycle.gc_round_awaited else {
+            self.lifecycle.gc_round_awaited = Some((started + 1, Instant::now()));
+            return;
+        };
+        let late = seen.elapsed() > Duration::from_millis(limits::GC_PRESSURE_ROUND_WAIT_MS_MAX);
+        if ended >= needed || late {
+            // The round mailed its deletions before it counted as ended.
+            self.mail_receive();
+            self.bookie.journal.deletions_answered();
+            self.lifecycle.gc_round_awaited = None;
         }
     }
 

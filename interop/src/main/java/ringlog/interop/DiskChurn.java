@@ -600,7 +600,10 @@ final class DiskChurn {
             for (String line : response.body().split("\n")) {
                 String lower = line.toLowerCase(Locale.ROOT);
                 if (!line.startsWith("#") && (lower.contains("throttl")
-                        || lower.contains("compaction") || lower.contains("read_only"))) {
+                        || lower.contains("compaction") || lower.contains("read_only")
+                        || lower.contains("space_wait") || lower.contains("rounds_forced")
+                        || lower.contains("zero_ahead") || lower.contains("recycled")
+                        || lower.contains("journal_write_bytes"))) {
                     lines.add(line);
                 }
             }
