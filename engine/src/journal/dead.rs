@@ -83,18 +83,29 @@ impl<D: Disk> Journal<D> {
 
     /// None while the disk has no room for a new segment (a full disk gets its space back,
     /// and compaction room for its copies: a kept file would leave the next copy without
-    /// it), one under disk pressure, `Config::segment_recycle_max` otherwise. The one is the
-    /// next segment's file: the write head needs that space either way, and a reused file
-    /// needs no zeroing ahead, which a new one does (as many bytes written again as the
-    /// commits write: the largest share of a nearly full disk's write amplification).
+    /// it); under disk pressure what the free space allows (`recycle_budget_under_pressure`);
+    /// `Config::segment_recycle_max` otherwise.
     fn recycle_budget(&mut self) -> usize {
         if !room_left(&mut self.disk, &self.config) {
-            0
-        } else if self.pressure.per_mille() > 0 {
-            self.config.segment_recycle_max.min(1)
-        } else {
-            self.config.segment_recycle_max
+            return 0;
         }
+        let per_mille = self.pressure.per_mille();
+        if per_mille == 0 {
+            return self.config.segment_recycle_max;
+        }
+        let Ok(free) = self.disk.space_free() else {
+            return self.config.segment_recycle_max.min(1);
+        };
+        let floor = self
+            .config
+            .disk_reserve
+            .saturating_add(self.config.segment_size);
+        recycle_budget_under_pressure(
+            self.config.segment_recycle_max,
+            per_mille,
+            free.saturating_sub(floor),
+            self.config.segment_size,
+        )
     }
 
     /// True when a compaction swap may keep the old file of its segment: the kept files
@@ -316,5 +327,72 @@ fn dead_of(source: Option<RecycleSource>) -> Option<SegmentId> {
     match source {
         Some(RecycleSource::Dead(segment)) => Some(segment),
         Some(RecycleSource::Replaced(_)) | None => None,
+    }
+}
+
+/// The recycle pool's size under pressure `per_mille` (1 ..= 1000) with `free_above_floor`
+/// bytes free beyond the floor: the configured `max` shrunk in proportion to the pressure
+/// band still free, and to no more segments than that free space holds, but at least one
+/// (the next segment's file: the write head needs that space either way, and a reused file
+/// needs no zeroing ahead). Gradual because the level is the file system's, whoever fills it:
+/// a pool that dropped to one at any pressure turned a churning bookie on a shared, 18% free
+/// file system into one that unlinked three segments in four (`make churn`, docs/gc.md).
+/// Bounded by the free space because kept files are space a small disk's compaction copies
+/// need: the pool can take at most half of what is left above the floor (as it grows, the
+/// free space, and so its bound, falls).
+pub(super) fn recycle_budget_under_pressure(
+    max: usize,
+    per_mille: u32,
+    free_above_floor: u64,
+    segment_size: u64,
+) -> usize {
+    assert!(segment_size > 0);
+    let per_mille = per_mille.min(1000);
+    let by_level = max.saturating_mul(1000 - per_mille as usize) / 1000;
+    let by_space = usize::try_from(free_above_floor / segment_size).unwrap_or(usize::MAX);
+    by_level.min(by_space).max(1).min(max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::recycle_budget_under_pressure;
+
+    const MIB: u64 = 1024 * 1024;
+
+    #[test]
+    fn the_pool_shrinks_with_the_pressure_band_left() {
+        // A large shared file system just past the start: nearly the whole pool.
+        assert_eq!(
+            recycle_budget_under_pressure(16, 100, 40_000 * MIB, 256 * MIB),
+            14
+        );
+        assert_eq!(
+            recycle_budget_under_pressure(16, 500, 40_000 * MIB, 256 * MIB),
+            8
+        );
+        // Near the floor: one file, the next segment's.
+        assert_eq!(
+            recycle_budget_under_pressure(16, 990, 40_000 * MIB, 256 * MIB),
+            1
+        );
+        assert_eq!(recycle_budget_under_pressure(16, 1000, 0, 256 * MIB), 1);
+    }
+
+    #[test]
+    fn a_small_disk_keeps_no_more_than_its_free_space_holds() {
+        // 3 GiB disk, 64 MiB segments, level low but only 200 MiB above the floor.
+        assert_eq!(
+            recycle_budget_under_pressure(64, 50, 200 * MIB, 64 * MIB),
+            3
+        );
+        assert_eq!(recycle_budget_under_pressure(64, 50, 10 * MIB, 64 * MIB), 1);
+    }
+
+    #[test]
+    fn a_pool_configured_off_stays_off() {
+        assert_eq!(
+            recycle_budget_under_pressure(0, 300, 40_000 * MIB, 64 * MIB),
+            0
+        );
     }
 }

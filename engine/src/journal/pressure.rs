@@ -10,9 +10,10 @@
 //!   are copied well before the disk fills (the minor threshold alone leaves a churning
 //!   bookie full of them), grows compaction's credit, and lets compaction submit while every
 //!   commit slot is busy: a steady writer otherwise never leaves it a turn;
-//! - shrinks the recycle pool to one file, the next segment's (a compacted segment's old
-//!   file may be it), and stops sorting and zero-ahead (their writes are wanted for giving
-//!   space back).
+//! - shrinks the recycle pool with the pressure band still free, down to one file, the next
+//!   segment's (a compacted segment's old file may be it: `dead.rs`,
+//!   `recycle_budget_under_pressure`), and stops sorting and zero-ahead (their writes are
+//!   wanted for giving space back).
 //!
 //! At the floor the write head finds no segment ("blocked"). Adds then wait
 //! (`AddError::StagingFull`: the server stops reading, the clients see latency) instead of
