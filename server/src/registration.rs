@@ -18,7 +18,9 @@
 //!    close the session, before `run` returns.
 
 mod bookie_id;
+mod control;
 mod gc;
+mod gc_metadata;
 mod gc_overreplicated;
 mod ledger_layout;
 mod ledger_metadata;
@@ -247,7 +249,7 @@ impl Registration {
     ) -> Result<Registration, RegistrationError> {
         let (commands, commands_receiver) = mpsc::channel();
         let (replies_sender, replies) = mpsc::channel();
-        let control = session::Control {
+        let control = control::Control {
             paths: znode::Paths::new(&config.root),
             config,
             data_dir: data_dir.to_path_buf(),

@@ -21,82 +21,19 @@
 //! With --gc-overreplicated-wait-ms, a complete round is followed, once per wait period, by
 //! the check for over-replicated ledgers (`gc_overreplicated.rs`).
 
+use super::control::{bounded, close, connect, deregister_bound, session_ended};
+use super::control::{sleep_unless_stopping, until_stopping, Control};
+use super::gc_metadata::{path_join, Metadata, ReadError, RoundError};
 use super::gc_overreplicated::{check, Candidates, CheckOutcome};
 use super::ledger_layout::{
-    branch_ids, child_classify, layout_parse, Branch, Child, LayoutError, Manager, LAYOUT_ZNODE,
+    branch_ids, child_classify, layout_parse, Branch, Child, Manager, LAYOUT_ZNODE,
 };
 use super::read_rate::ReadRate;
-use super::session::{bounded, close, connect, deregister_bound, session_ended};
-use super::session::{sleep_unless_stopping, until_stopping, Control};
 use crate::limits;
 use crate::router::{Mail, SendError, ShardId};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 use zookeeper_client::{Client, Error as ZkError};
-
-/// Why a metadata read failed.
-#[derive(Debug)]
-pub(super) enum ReadError {
-    /// ZooKeeper answered with an error (or not within the request timeout).
-    ZooKeeper {
-        operation: &'static str,
-        path: String,
-        error: ZkError,
-    },
-    /// The server began stopping.
-    Stopping,
-}
-
-/// Why a round deleted nothing.
-#[derive(Debug)]
-pub(super) enum RoundError {
-    /// A metadata read failed: the listing is incomplete.
-    Read(ReadError),
-    /// ROOT/LAYOUT does not exist: no BookKeeper metadata to compare with.
-    LayoutMissing { path: String },
-    /// ROOT/LAYOUT names a layout the collector does not walk.
-    Layout { path: String, error: LayoutError },
-    /// A znode has more children than any hierarchical level can.
-    ChildrenTooMany { path: String, count: usize },
-}
-
-impl std::fmt::Display for RoundError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RoundError::Read(ReadError::ZooKeeper {
-                operation,
-                path,
-                error,
-            }) => write!(f, "ZooKeeper {operation} {path} failed: {error}"),
-            RoundError::Read(ReadError::Stopping) => write!(f, "the server is stopping"),
-            RoundError::LayoutMissing { path } => {
-                write!(
-                    f,
-                    "{path} does not exist: no ledger metadata to compare with"
-                )
-            }
-            RoundError::Layout { path, error } => write!(f, "{path}: {error}"),
-            RoundError::ChildrenTooMany { path, count } => write!(
-                f,
-                "{path} has {count} children, more than a hierarchical level holds ({})",
-                limits::GC_CHILDREN_MAX
-            ),
-        }
-    }
-}
-
-impl From<ReadError> for RoundError {
-    fn from(error: ReadError) -> RoundError {
-        RoundError::Read(error)
-    }
-}
-
-/// The metadata store as the round reads it: ZooKeeper in the server, a fake in tests.
-/// `None`: no such znode.
-pub(super) trait Metadata {
-    async fn data(&mut self, path: &str) -> Result<Option<Vec<u8>>, ReadError>;
-    async fn children(&mut self, path: &str) -> Result<Option<Vec<String>>, ReadError>;
-}
 
 /// What a complete round found.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -178,14 +115,6 @@ fn candidates_keep(candidates: &mut BTreeSet<i64>, branch: &Branch) {
     let kept: Vec<i64> = candidates.range(low..=high).copied().collect();
     for ledger in kept {
         candidates.remove(&ledger);
-    }
-}
-
-pub(super) fn path_join(parent: &str, name: &str) -> String {
-    if parent.ends_with('/') {
-        format!("{parent}{name}")
-    } else {
-        format!("{parent}/{name}")
     }
 }
 

@@ -12,7 +12,7 @@
 //! ledger that re-replication is still moving, or whose metadata a tool is still rewriting,
 //! gets a full period to settle. Any failed read ends the check without a deletion.
 
-use super::gc::{path_join, Metadata, ReadError, RoundError};
+use super::gc_metadata::{path_join, Metadata, ReadError, RoundError};
 use super::ledger_layout::{layout_parse, ledger_path, Manager, LAYOUT_ZNODE};
 use super::ledger_metadata::metadata_parse;
 use std::collections::BTreeMap;

@@ -1,7 +1,8 @@
 //! The collector's pure parts: LAYOUT parsing, hierarchical paths, the round's safety rules
 //! against a fake metadata store, and the read rate.
 
-use super::gc::{round, Metadata, ReadError, RoundError, RoundOutcome};
+use super::gc::{round, RoundOutcome};
+use super::gc_metadata::{Metadata, ReadError, RoundError};
 use super::ledger_layout::{
     child_classify, form_hybrid, layout_parse, ledger_path, Child, Form, LayoutError, Manager,
 };

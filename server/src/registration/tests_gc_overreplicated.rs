@@ -1,7 +1,7 @@
 //! Over-replicated ledgers: the metadata parser against bytes BookKeeper wrote, the check's
 //! safety rules against a fake metadata store, and the grace period with an injected clock.
 
-use super::gc::{Metadata, ReadError, RoundError};
+use super::gc_metadata::{Metadata, ReadError, RoundError};
 use super::gc_overreplicated::{
     check, replication_lock_path, underreplicated_path, Candidates, CheckOutcome,
 };
