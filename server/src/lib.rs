@@ -23,9 +23,11 @@ mod request;
 pub mod router;
 mod run_delay;
 mod shard;
+mod shard_stats;
 
 pub use config::Config;
-pub use shard::{ShardReport, ShardStats, StartError};
+pub use shard::{ShardReport, StartError};
+pub use shard_stats::ShardStats;
 
 use metrics::{Metrics, ServerState};
 use registration::{Registration, RegistrationError};

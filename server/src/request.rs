@@ -15,7 +15,7 @@ pub mod v2;
 pub mod v3;
 
 use crate::router::{OwnerCache, Router, ShardId};
-use crate::shard::ShardStats;
+use crate::shard_stats::ShardStats;
 use client::Client;
 use engine::uring::UringDisk;
 use engine::Journal;

@@ -1,8 +1,8 @@
 //! Startup: the shard thread's entry, opening the ring and journal, and arming the listener.
 
 use super::{
-    ConnectionTable, Lifecycle, Listener, Peer, Polling, Shard, ShardReport, ShardSetup,
-    ShardStats, Start, StartError, Status,
+    ConnectionTable, Lifecycle, Listener, Peer, Polling, Shard, ShardReport, ShardSetup, Start,
+    StartError, Status,
 };
 use crate::config::Config;
 use crate::limits;
@@ -12,6 +12,7 @@ use crate::request::client::Client;
 use crate::request::Bookie;
 use crate::router::{Mail, OwnerCache, ShardId};
 use crate::run_delay::RunDelay;
+use crate::shard_stats::ShardStats;
 use engine::uring::{NetBuffers, Ring, Socket, UringDisk};
 use engine::Journal;
 use std::cell::RefCell;
