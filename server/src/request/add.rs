@@ -1,7 +1,7 @@
 //! Staging adds into the journal's next commit, and the v2 codes of add errors.
 
-use super::client::Client;
-use super::pending::{token_new, Pending, PendingOp};
+use super::client::{token_new, Client};
+use super::pending::{Pending, PendingOp};
 use super::{Bookie, Origin, Step};
 use engine::{AddError, AddOptions, EntryId, LedgerId};
 use wire::code;

@@ -3,39 +3,13 @@
 //! read ends it.
 
 use super::add::add_error_code;
-use super::client::Client;
+use super::client::{Batch, Client};
 use super::pending::{PendingOp, Token};
 use super::read::{read_error_code, read_retry_push, read_target};
 use super::{Bookie, Origin, Step};
 use crate::limits;
 use engine::{AddError, LedgerId, ReadError, ReadOutcome};
 use wire::code;
-
-/// A running batch read (a client runs at most `BATCH_READS_PER_CLIENT_MAX`, which bounds
-/// the memory their responses hold).
-#[derive(Clone, Copy, Debug)]
-pub struct Batch {
-    /// Its pending slot.
-    pub slot: u32,
-    /// The request's version.
-    pub version: u8,
-    /// The ledger.
-    pub ledger: i64,
-    /// The first entry id.
-    pub start_entry: i64,
-    /// The client's id for the reply.
-    pub request_id: i64,
-    /// Entries included so far.
-    pub count: usize,
-    /// Entries to include at most.
-    pub count_max: usize,
-    /// Response size so far, length prefix included (protocol §2.7).
-    pub size: usize,
-    /// `min(maxSize, BATCH_READ_BYTES_MAX)`.
-    pub size_limit: usize,
-    /// For a peer client: the origin connection.
-    pub reply_to: u64,
-}
 
 pub fn batch_new(
     slot: u32,

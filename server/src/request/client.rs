@@ -5,8 +5,8 @@
 //! it may have running; all of it is allocated when the client is created (a batch response
 //! buffer on first use), so the request path allocates nothing.
 
-use super::batch::Batch;
-use super::pending::{Pending, PendingOp};
+use super::pending::{Pending, PendingOp, Token};
+use super::Origin;
 use crate::limits::BATCH_READS_PER_CLIENT_MAX;
 use wire::{code, v3 as wire_v3};
 
@@ -40,6 +40,32 @@ pub struct Client {
     pub read_lac_body: Vec<u8>,
     /// The running READ_LAC found an explicit-LAC body (in `read_lac_body`).
     pub read_lac_found: bool,
+}
+
+/// A running batch read (a client runs at most `BATCH_READS_PER_CLIENT_MAX`, which bounds
+/// the memory their responses hold).
+#[derive(Clone, Copy, Debug)]
+pub struct Batch {
+    /// Its pending slot.
+    pub slot: u32,
+    /// The request's version.
+    pub version: u8,
+    /// The ledger.
+    pub ledger: i64,
+    /// The first entry id.
+    pub start_entry: i64,
+    /// The client's id for the reply.
+    pub request_id: i64,
+    /// Entries included so far.
+    pub count: usize,
+    /// Entries to include at most.
+    pub count_max: usize,
+    /// Response size so far, length prefix included (protocol §2.7).
+    pub size: usize,
+    /// `min(maxSize, BATCH_READ_BYTES_MAX)`.
+    pub size_limit: usize,
+    /// For a peer client: the origin connection.
+    pub reply_to: u64,
 }
 
 impl Client {
@@ -346,4 +372,13 @@ pub struct BatchAnswered {
     pub received_at: std::time::Instant,
     pub code: i32,
     pub body_bytes: usize,
+}
+
+/// The journal token naming `client`'s pending slot `slot`, for a request from `origin`.
+pub(crate) fn token_new(client: &Client, origin: Origin, slot: u32) -> Token {
+    Token {
+        client: origin.client_index,
+        slot,
+        generation: client.generation,
+    }
 }

@@ -1,7 +1,5 @@
 //! What a pending slot holds, and the journal tokens that name a slot across the engine.
 
-use super::client::Client;
-use super::Origin;
 use std::time::Instant;
 use wire::v3 as wire_v3;
 
@@ -110,17 +108,9 @@ impl Token {
         }
     }
 
-    /// True if the token was issued to this generation of the client.
+    /// True if the token was issued to a client of `generation` (`Client::generation`).
     #[must_use]
-    pub fn matches(self, client: &Client) -> bool {
-        self.generation == client.generation & TOKEN_GENERATION_MASK
-    }
-}
-
-pub(crate) fn token_new(client: &Client, origin: Origin, slot: u32) -> Token {
-    Token {
-        client: origin.client_index,
-        slot,
-        generation: client.generation,
+    pub fn matches(self, generation: u32) -> bool {
+        self.generation == generation & TOKEN_GENERATION_MASK
     }
 }

@@ -2,8 +2,8 @@
 //! engine was too busy for, and answering them as v2 or v3 READ responses.
 
 use super::add::add_error_code;
-use super::client::Client;
-use super::pending::{token_new, Pending, PendingOp, Token};
+use super::client::{token_new, Client};
+use super::pending::{Pending, PendingOp, Token};
 use super::{Bookie, Origin, Step};
 use crate::limits;
 use engine::uring::UringDisk;

@@ -4,9 +4,9 @@
 
 use super::add::add_stage;
 use super::batch::{batch_advance, batch_fence, batch_limits_set, batch_new};
-use super::client::Client;
+use super::client::{token_new, Client};
 use super::forward::forward;
-use super::pending::{token_new, Pending, PendingOp};
+use super::pending::{Pending, PendingOp};
 use super::read::read_begin;
 use super::{Bookie, Origin, Step};
 use wire::{code, Request, FLAG_DO_FENCING, FLAG_RECOVERY_ADD};

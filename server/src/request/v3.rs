@@ -18,9 +18,9 @@
 //!   `PARKED_READS_MAX` polls are parked already.
 
 use super::add::{add_error_code, add_stage};
-use super::client::Client;
+use super::client::{token_new, Client};
 use super::forward::forward;
-use super::pending::{token_new, Pending, PendingOp, PendingV3, Token};
+use super::pending::{Pending, PendingOp, PendingV3, Token};
 use super::read::{read_answer, read_begin, read_error_code, read_retry_queue, read_start};
 use super::{Bookie, Origin, Step};
 use crate::limits;

@@ -440,5 +440,5 @@ fn client_find<'a>(
     } else {
         &mut peers[index - connections_max].client
     };
-    token.matches(client).then_some(client)
+    token.matches(client.generation).then_some(client)
 }
