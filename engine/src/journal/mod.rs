@@ -25,6 +25,7 @@
 //!
 //! This file holds the public API and the dispatch: `submit` drives the state machines in a
 //! fixed order, and `poll` hands each disk completion to the one its token names.
+//! `queries.rs` holds the read-only accessors the server asks between its turns.
 
 mod commit;
 mod compact;
@@ -32,6 +33,7 @@ mod dead;
 mod event;
 mod index_pages;
 mod pressure;
+mod queries;
 mod read_ahead;
 mod read_pace;
 mod reads;
@@ -663,24 +665,6 @@ impl<D: Disk> Journal<D> {
         self.reads.release(slot);
     }
 
-    /// A ledger's state.
-    #[must_use]
-    pub fn ledger(&self, ledger: LedgerId) -> Option<&Ledger> {
-        self.index.ledger(ledger)
-    }
-
-    /// The whole index (tests compare it across restarts).
-    #[must_use]
-    pub fn index(&self) -> &Index {
-        &self.index
-    }
-
-    /// True after a write or sync failure.
-    #[must_use]
-    pub fn is_poisoned(&self) -> bool {
-        self.commits.is_poisoned()
-    }
-
     /// Makes the next `submit` retry creating a segment now if the journal is read-only,
     /// instead of after `SEGMENT_RETRY_INTERVAL_SUBMITS` submits: the server calls this on
     /// its clock, so an idle read-only shard notices returned space within a tick.
@@ -719,56 +703,10 @@ impl<D: Disk> Journal<D> {
         self.compaction.sorting_pause(paused);
     }
 
-    /// Old files of segments replaced by their compacted copies, kept (as temporaries) for
-    /// the next segments to reuse (`dead.rs`).
-    #[must_use]
-    pub fn replaced_files_kept(&self) -> usize {
-        self.dead.replaced_count()
-    }
-
-    /// True while a compaction job runs (its copy not yet in place).
-    #[must_use]
-    pub fn compaction_running(&self) -> bool {
-        self.compaction.segment().is_some()
-    }
-
     /// Allows `count` removals of dead segments until the next call (the server's clock
     /// paces them; without a call they are not paced).
     pub fn removal_pace(&mut self, count: u32) {
         self.seal.removal_pace(count, self.stats.bytes_written);
-    }
-
-    /// Segments taken out of compaction because a record or index page failed its check.
-    #[must_use]
-    pub fn compaction_refused(&self) -> usize {
-        self.compaction.refused()
-    }
-
-    /// True while no segment can be created (disk full) and nothing can give space back:
-    /// adds get `ReadOnly`. While space can still come back, adds wait instead
-    /// (`is_waiting_for_space`).
-    #[must_use]
-    pub fn is_read_only(&self) -> bool {
-        self.space_exhausted()
-    }
-
-    /// True while the write head waits for compaction or removals to give space back
-    /// (adds get `StagingFull`, backpressure), not read-only.
-    #[must_use]
-    pub fn is_waiting_for_space(&self) -> bool {
-        self.segments.is_read_only() && !self.space_exhausted()
-    }
-
-    /// The disk-pressure level, in thousandths (`journal/pressure.rs`).
-    #[must_use]
-    pub fn disk_pressure_per_mille(&self) -> u32 {
-        self.pressure.per_mille()
-    }
-
-    /// Compaction's threshold now, in thousandths of a segment live (it rises with pressure).
-    #[must_use]
-    pub fn compaction_threshold_now_per_mille(&self) -> u32 {
-        self.compaction_threshold_per_mille()
     }
 
     /// True when no commit is staged or in flight, and no zero-ahead write is in flight.
@@ -777,45 +715,6 @@ impl<D: Disk> Journal<D> {
         self.commits.is_idle()
             && self.zero_ahead.is_idle()
             && ((self.seal.is_idle() && self.compaction.is_idle()) || self.commits.is_poisoned())
-    }
-
-    /// The oldest commit submitted and not yet durable, with the stage it waits in: what the
-    /// server's stall watchdog reports. `None` when no commit is in flight.
-    #[must_use]
-    pub fn commit_oldest_in_flight(&self) -> Option<CommitInFlight> {
-        self.commits.oldest_in_flight()
-    }
-
-    /// True when every commit slot is in flight: nothing staged now can be submitted before
-    /// a commit completes.
-    #[must_use]
-    pub fn commit_slots_full(&self) -> bool {
-        self.commits.slots_full()
-    }
-
-    /// Records staged and not yet submitted.
-    #[must_use]
-    pub fn staged_records(&self) -> usize {
-        self.commits.staged_records()
-    }
-
-    /// What open found and did: the checkpoint used, indexes loaded and rebuilt, what was
-    /// scanned.
-    #[must_use]
-    pub fn open_report(&self) -> &OpenReport {
-        &self.open_report
-    }
-
-    /// Segments waiting to be sealed (their entries still cost memory).
-    #[must_use]
-    pub fn segments_unsealed(&self) -> usize {
-        self.seal.pending()
-    }
-
-    /// Counters.
-    #[must_use]
-    pub fn stats(&self) -> &Stats {
-        &self.stats
     }
 
     /// The disk (tests use it to inject faults).
