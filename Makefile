@@ -55,10 +55,11 @@ build: deps
 shellcheck-deps:
 	@command -v shellcheck >/dev/null || { apt-get update -qq && apt-get install -y -qq shellcheck; }
 
-## Format check, clippy with warnings denied, shellcheck of scripts/, pin-cores dry run, every path ARCHITECTURE.md's code map names exists.
+## Format check, clippy with warnings denied, shellcheck of scripts/, pin-cores dry run, no source file above 800 lines, every path ARCHITECTURE.md's code map names exists.
 check: deps shellcheck-deps
 	shellcheck scripts/*.sh
 	scripts/pin-cores.sh >/dev/null
+	scripts/source_size_check.sh
 	scripts/architecture_map_check.sh
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets --release $(EXTRA_CARGO_ARGS) -- -D warnings
