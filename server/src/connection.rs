@@ -2,6 +2,7 @@
 //! it may have in flight, and its cross-shard reference. What its requests do is `request`'s.
 
 use crate::request::client::Client;
+use crate::tls::Security;
 use engine::uring::NetBufferId;
 use std::os::fd::OwnedFd;
 use std::time::Instant;
@@ -58,26 +59,39 @@ pub struct Connection {
     pub active_last: Instant,
     /// When the last recv completed with bytes: the start of the receive → staged stage.
     pub received_at: Instant,
+    /// Plaintext or TLS, and whether requests other than START_TLS and AUTH are served
+    /// (`tls/security.rs`). With TLS, recvs fill the session's ciphertext buffer and
+    /// `recv_buffer` holds the plaintext the session gives out; sends carry ciphertext.
+    pub security: Security,
 }
 
 impl Connection {
     /// True when a recv may be armed: nothing stops reading, and the request and output
-    /// caps leave room (otherwise the socket is left unread: TCP backpressure).
+    /// caps leave room (otherwise the socket is left unread: TCP backpressure). `room` is
+    /// whether the buffer the recv fills (the ciphertext one with TLS) has room.
     #[must_use]
-    pub fn wants_recv(&self, buffer_size: usize) -> bool {
+    pub fn wants_recv(&self, room: bool) -> bool {
         !self.recv_armed
             && !self.decode_wanted
             && !self.closing
             && !self.eof
-            && self.recv_filled < buffer_size
+            // Between START_TLS's answer and the session: the ClientHello waits in the socket.
+            && !self.security.is_starting()
+            && room
             && self.client.has_room()
     }
 
-    /// True when a send may be submitted.
+    /// True when a send may be submitted: bytes left by a short send, responses, or (TLS)
+    /// handshake messages and alerts the session queued.
     #[must_use]
     pub fn wants_send(&self) -> bool {
         !self.send_armed
             && !self.closing
-            && (self.send_offset < self.send_length || !self.client.out.is_empty())
+            && (self.send_offset < self.send_length
+                || !self.client.out.is_empty()
+                || self
+                    .security
+                    .stream()
+                    .is_some_and(|stream| stream.session.wants_write()))
     }
 }

@@ -24,6 +24,7 @@ pub mod router;
 mod run_delay;
 mod shard;
 mod shard_stats;
+pub mod tls;
 
 pub use config::Config;
 pub use shard::{ShardReport, StartError};
@@ -77,6 +78,8 @@ pub enum RunError {
     },
     /// The ZooKeeper registration failed (--zk).
     Registration(RegistrationError),
+    /// The TLS files cannot be used (--tls-cert, --tls-key, --tls-trust).
+    Tls(tls::TlsContextError),
 }
 
 impl std::fmt::Display for RunError {
@@ -93,6 +96,7 @@ impl std::fmt::Display for RunError {
                 "cannot serve HTTP on {address}: {error} (see --http-listen; off turns it off)"
             ),
             RunError::Registration(error) => write!(f, "registration: {error}"),
+            RunError::Tls(error) => write!(f, "tls: {error}"),
         }
     }
 }
@@ -126,6 +130,11 @@ pub fn run(config: Config) -> Result<Outcome, RunError> {
     engine::uring::Ring::probe().map_err(RunError::Uring)?;
     let shutdown = engine::uring::Process::install_shutdown_signals().map_err(RunError::Signals)?;
     open_files_check(&config);
+    // Before the journals open: a bad certificate or key fails the start at once, naming
+    // the file (each shard reads the files again for its own configuration).
+    if let Some(settings) = &config.tls {
+        tls::TlsContext::load(Arc::clone(settings)).map_err(RunError::Tls)?;
+    }
     // Held until exit: two servers appending to one journal would corrupt it.
     let _locks = data_dirs::prepare(&config).map_err(RunError::DataDirs)?;
     data_dirs_unused_warn(&config);
@@ -202,14 +211,33 @@ fn http_start(
     let Some(address) = config.http_listen else {
         return Ok(());
     };
+    // --http-tls: the bookie port's certificate and key, without asking scrapers and probes
+    // for a client certificate.
+    let tls = match (&config.tls, config.http_tls) {
+        (Some(settings), true) => {
+            let http = tls::TlsSettings {
+                trust: None,
+                client_auth: false,
+                authorized_roles: Vec::new(),
+                ..(**settings).clone()
+            };
+            Some(tls::TlsContext::load(Arc::new(http)).map_err(RunError::Tls)?)
+        }
+        _ => None,
+    };
+    let https = tls.is_some();
     let bound = metrics::http::start(
         address,
         Arc::clone(metrics),
         Arc::clone(router),
         config.data_dirs.clone(),
+        tls,
     )
     .map_err(|error| RunError::Http { address, error })?;
     println!("ringlog http on {bound}");
+    if https {
+        println!("ringlog http is https (--http-tls)");
+    }
     Ok(())
 }
 

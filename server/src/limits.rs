@@ -74,6 +74,28 @@ pub const IDLE_TIMEOUT_MS_MIN: u64 = 100;
 /// Largest idle timeout: one week.
 pub const IDLE_TIMEOUT_MS_MAX: u64 = 7 * 24 * 3600 * 1000;
 
+/// How often each shard checks the TLS files for a rotation (`--tls-refresh-s`): a minute,
+/// so a renewed certificate reaches new connections soon without a stat per connection.
+pub const TLS_REFRESH_S_DEFAULT: u64 = 60;
+/// Largest `--tls-refresh-s`: a day.
+pub const TLS_REFRESH_S_MAX: u64 = 86_400;
+/// A TLS handshake must complete within this (`--tls-handshake-timeout-ms`): the Java
+/// client's connect timeout is 10 s too, and a client stopped mid-handshake holds its slot
+/// and buffers no longer.
+pub const TLS_HANDSHAKE_TIMEOUT_MS_DEFAULT: u64 = 10_000;
+/// Smallest handshake timeout: below the 100 ms tick the check could not honour it.
+pub const TLS_HANDSHAKE_TIMEOUT_MS_MIN: u64 = 100;
+/// Largest handshake timeout: ten minutes.
+pub const TLS_HANDSHAKE_TIMEOUT_MS_MAX: u64 = 600_000;
+/// Handshake flights a shard processes per loop turn. Each costs a signature (about 1 ms
+/// with a 2048-bit RSA key, 0.1 ms with P-256): a thousand clients reconnecting at once after
+/// a broker restart would otherwise hold one turn, and every add behind it, for a second.
+/// Connections over the budget wait for the next turn (their bytes stay in their buffers).
+pub const TLS_HANDSHAKES_PER_TURN_MAX: u32 = 4;
+/// Ciphertext receive buffer of a TLS connection: eight 16 KiB records (with their headers
+/// and tags) per recv. Its plaintext goes into the connection's ordinary receive buffer.
+pub const TLS_RECV_BUFFER_SIZE: usize = 8 * (16 * 1024 + 256);
+
 /// Initial receive buffer per connection. It grows to `frame_size_max` only when a frame header
 /// announces a bigger frame, so idle or small-entry connections stay small.
 pub const RECV_BUFFER_SIZE_INITIAL: usize = 256 * 1024;

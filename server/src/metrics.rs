@@ -146,6 +146,18 @@ shard_scalars! {
     connections_rejected,
     connections_invalid,
     connections_idle,
+    /// TLS: sessions started, handshakes completed, failed and timed out, connections whose
+    /// certificate role is not authorized, requests answered EUA, certificate rotations
+    /// picked up and refused, and TLS connections open now.
+    tls_sessions_started,
+    tls_handshakes,
+    tls_handshake_failures,
+    tls_handshake_timeouts,
+    tls_unauthorized,
+    requests_unauthorized,
+    tls_reloads,
+    tls_reload_failures,
+    connections_tls,
     /// Requests forwarded to their owner shard, and served for other shards.
     forwarded,
     forwarded_served,

@@ -38,6 +38,27 @@ pub fn handle(
     }
 }
 
+/// Answers a request from a connection that is not authorized with EUA, in its protocol.
+pub fn refuse_unauthorized(client: &mut Client, origin: Origin, request: &AnyRequest<'_>) -> Step {
+    if !client.has_room() {
+        return Step::Stall;
+    }
+    match request {
+        AnyRequest::V2(request) => v2::refuse_unauthorized(client, origin, request),
+        AnyRequest::V3(request) => v3::refuse_unauthorized(client, origin, request),
+    }
+    Step::Consumed
+}
+
+/// Answers a v3 START_TLS the shard will act on (`v3::start_tls_answer`); true when the
+/// connection turns to TLS after the answer.
+pub fn start_tls_answer(client: &mut Client, origin: Origin, request: &AnyRequest<'_>) -> bool {
+    match request {
+        AnyRequest::V3(request) => v3::start_tls_answer(client, origin, request),
+        AnyRequest::V2(_) => unreachable!("START_TLS is a v3 request"),
+    }
+}
+
 /// The bookie side of one shard: what a request may act on besides its client. The
 /// journal, where ledgers live and how requests for other shards' ledgers leave
 /// (`router`, `owners`, `forward_out`, `wake`), the reads that wait (`read_retry`, `parked`),

@@ -64,6 +64,19 @@ pub struct ShardStats {
     /// Adds and reads answered with an error, by code (`metrics::error_slot`).
     pub add_errors: [u64; ERROR_SLOTS],
     pub read_errors: [u64; ERROR_SLOTS],
+    /// TLS sessions started (START_TLS answered and sent), handshakes completed, failed
+    /// (closed: protocol or certificate) and timed out.
+    pub tls_sessions_started: u64,
+    pub tls_handshakes: u64,
+    pub tls_handshake_failures: u64,
+    pub tls_handshake_timeouts: u64,
+    /// TLS connections whose certificate's role is not authorized (`--tls-authorized-roles`).
+    pub tls_unauthorized: u64,
+    /// Requests answered EUA because their connection is not authorized.
+    pub requests_unauthorized: u64,
+    /// Certificate rotations picked up, and rotations whose files could not be used.
+    pub tls_reloads: u64,
+    pub tls_reload_failures: u64,
     /// Adds and single-entry reads from their recv's completion to their answer, in
     /// microseconds, successful and not.
     pub add_us_ok: Log2Histogram,

@@ -52,6 +52,17 @@ pub enum ConfigError {
     HttpListen { value: String },
     /// The --log (or RUST_LOG) value is not a level or a list of `target=level`.
     Log { value: String },
+    /// A TLS option was given without --tls-cert.
+    TlsMissing { option: &'static str },
+    /// --tls-cert without --tls-key.
+    TlsKeyMissing,
+    /// A TLS option needs another one.
+    TlsNeeds {
+        option: &'static str,
+        needs: &'static str,
+    },
+    /// The --tls-authorized-roles list has an empty item.
+    TlsRoles { list: String },
 }
 
 impl std::fmt::Display for ConfigError {
@@ -85,6 +96,8 @@ impl std::fmt::Display for ConfigError {
                 directory.display()
             ),
             ConfigError::OutOfBounds { option, expected } => {
+                // Some callers name the flag with its dashes, some without.
+                let option = option.trim_start_matches("--");
                 write!(f, "invalid --{option}: must be {expected}")
             }
             ConfigError::CoresSyntax { list } => write!(
@@ -124,6 +137,19 @@ impl std::fmt::Display for ConfigError {
             ConfigError::ZkRoot { root } => write!(
                 f,
                 "invalid --zk-root {root:?}: expected an absolute ZooKeeper path such as /ledgers"
+            ),
+            ConfigError::TlsMissing { option } => write!(
+                f,
+                "--{option} needs --tls-cert FILE and --tls-key FILE (or tls_cert and tls_key in --config)"
+            ),
+            ConfigError::TlsKeyMissing => write!(
+                f,
+                "--tls-cert needs --tls-key FILE: the certificate's private key, PEM"
+            ),
+            ConfigError::TlsNeeds { option, needs } => write!(f, "--{option} needs {needs}"),
+            ConfigError::TlsRoles { list } => write!(
+                f,
+                "invalid --tls-authorized-roles {list:?}: expected ROLE[,ROLE...] with no empty item"
             ),
             ConfigError::AdvertisedAddress { address } => write!(
                 f,

@@ -24,6 +24,7 @@ impl ServeArgs {
             data_dir: self.data_dir.or(file.data_dir),
             listen: self.listen.or(file.listen),
             http_listen: self.http_listen.or(file.http_listen),
+            http_tls: self.http_tls.or(file.http_tls),
             log: self.log.or(file.log),
             shards: self.shards.or(file.shards),
             cores: self.cores.or(file.cores),
@@ -71,6 +72,16 @@ impl ServeArgs {
             gc_overreplicated_wait_ms: self
                 .gc_overreplicated_wait_ms
                 .or(file.gc_overreplicated_wait_ms),
+            tls_cert: self.tls_cert.or(file.tls_cert),
+            tls_key: self.tls_key.or(file.tls_key),
+            tls_trust: self.tls_trust.or(file.tls_trust),
+            tls_client_auth: self.tls_client_auth.or(file.tls_client_auth),
+            tls_authorized_roles: self.tls_authorized_roles.or(file.tls_authorized_roles),
+            tls_required: self.tls_required.or(file.tls_required),
+            tls_refresh_s: self.tls_refresh_s.or(file.tls_refresh_s),
+            tls_handshake_timeout_ms: self
+                .tls_handshake_timeout_ms
+                .or(file.tls_handshake_timeout_ms),
         }
     }
 }

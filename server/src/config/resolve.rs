@@ -14,6 +14,7 @@ impl ServeArgs {
     /// process may run on (passed in so the rules can be tested without the machine).
     pub fn resolve(self, cores_available: &[usize]) -> Result<Config, ConfigError> {
         let registration = self.registration()?;
+        let tls = self.tls()?;
         let data_dir = self.data_dir.as_ref().ok_or(ConfigError::DataDirMissing)?;
         let data_dirs = data_dirs_parse(data_dir)?;
         let listen = self.listen.unwrap_or(SocketAddr::new(
@@ -21,6 +22,16 @@ impl ServeArgs {
             limits::LISTEN_PORT_DEFAULT,
         ));
         let http_listen = http_listen_parse(self.http_listen.as_deref())?;
+        let http_tls = self.http_tls.unwrap_or(false);
+        if http_tls && tls.is_none() {
+            return Err(ConfigError::TlsMissing { option: "http-tls" });
+        }
+        if http_tls && http_listen.is_none() {
+            return Err(ConfigError::TlsNeeds {
+                option: "http-tls",
+                needs: "an --http-listen address (it is off)",
+            });
+        }
         let log = log_parse(self.log.clone().or_else(|| std::env::var("RUST_LOG").ok()))?;
         let cores = self.cores.as_deref().map(cores_parse).transpose()?;
         let shard_cores = shard_cores(self.shards, cores, cores_available)?;
@@ -110,6 +121,7 @@ impl ServeArgs {
             data_dirs,
             listen,
             http_listen,
+            http_tls,
             log,
             shard_cores,
             journal,
@@ -150,9 +162,81 @@ impl ServeArgs {
             sort_traffic_max_bytes_per_s: sort_traffic_max_mib * 1024 * 1024,
             read_pace_commit,
             registration,
+            tls,
         };
         config.validate()?;
         Ok(config)
+    }
+
+    /// The TLS settings, checked: `None` without --tls-cert, and then no other TLS option may
+    /// be set (it would silently do nothing). The files themselves are read at start
+    /// (`tls::TlsContext::load`), where a bad one fails the start.
+    fn tls(&self) -> Result<Option<std::sync::Arc<crate::tls::TlsSettings>>, ConfigError> {
+        let Some(cert) = self.tls_cert.clone() else {
+            let options = [
+                ("tls-key", self.tls_key.is_some()),
+                ("tls-trust", self.tls_trust.is_some()),
+                ("tls-client-auth", self.tls_client_auth.is_some()),
+                ("tls-authorized-roles", self.tls_authorized_roles.is_some()),
+                ("tls-required", self.tls_required.is_some()),
+                ("tls-refresh-s", self.tls_refresh_s.is_some()),
+                (
+                    "tls-handshake-timeout-ms",
+                    self.tls_handshake_timeout_ms.is_some(),
+                ),
+            ];
+            if let Some((option, _)) = options.iter().find(|(_, set)| *set) {
+                return Err(ConfigError::TlsMissing { option });
+            }
+            return Ok(None);
+        };
+        let key = self.tls_key.clone().ok_or(ConfigError::TlsKeyMissing)?;
+        let client_auth = self.tls_client_auth.unwrap_or(false);
+        if client_auth && self.tls_trust.is_none() {
+            return Err(ConfigError::TlsNeeds {
+                option: "tls-client-auth",
+                needs:
+                    "--tls-trust FILE (the CA certificates client certificates are checked against)",
+            });
+        }
+        let authorized_roles = match self.tls_authorized_roles.as_deref() {
+            None => Vec::new(),
+            Some(list) => tls_roles_parse(list)?,
+        };
+        if !authorized_roles.is_empty() && !client_auth {
+            return Err(ConfigError::TlsNeeds {
+                option: "tls-authorized-roles",
+                needs: "--tls-client-auth true (roles are read from the client's certificate)",
+            });
+        }
+        let refresh_s = self.tls_refresh_s.unwrap_or(limits::TLS_REFRESH_S_DEFAULT);
+        if refresh_s > limits::TLS_REFRESH_S_MAX {
+            return Err(ConfigError::OutOfBounds {
+                option: "tls-refresh-s",
+                expected: "0..=86400",
+            });
+        }
+        let handshake_timeout_ms = self
+            .tls_handshake_timeout_ms
+            .unwrap_or(limits::TLS_HANDSHAKE_TIMEOUT_MS_DEFAULT);
+        if !(limits::TLS_HANDSHAKE_TIMEOUT_MS_MIN..=limits::TLS_HANDSHAKE_TIMEOUT_MS_MAX)
+            .contains(&handshake_timeout_ms)
+        {
+            return Err(ConfigError::OutOfBounds {
+                option: "tls-handshake-timeout-ms",
+                expected: "100..=600000",
+            });
+        }
+        Ok(Some(std::sync::Arc::new(crate::tls::TlsSettings {
+            cert,
+            key,
+            trust: self.tls_trust.clone(),
+            client_auth,
+            authorized_roles,
+            required: self.tls_required.unwrap_or(false),
+            refresh: Duration::from_secs(refresh_s),
+            handshake_timeout: Duration::from_millis(handshake_timeout_ms),
+        })))
     }
 
     /// The registration settings, checked: `None` without --zk, and then no other ZooKeeper
@@ -484,4 +568,15 @@ pub fn log_parse(
 ) -> Result<tracing_subscriber::filter::Targets, ConfigError> {
     let value = value.unwrap_or_else(|| limits::LOG_FILTER_DEFAULT.to_string());
     value.trim().parse().map_err(|_| ConfigError::Log { value })
+}
+
+/// The --tls-authorized-roles list: comma-separated, items trimmed, none empty.
+pub fn tls_roles_parse(list: &str) -> Result<Vec<String>, ConfigError> {
+    let roles: Vec<String> = list.split(',').map(|role| role.trim().to_owned()).collect();
+    if roles.iter().any(String::is_empty) {
+        return Err(ConfigError::TlsRoles {
+            list: list.to_owned(),
+        });
+    }
+    Ok(roles)
 }

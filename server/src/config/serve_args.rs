@@ -51,6 +51,11 @@ pub struct ServeArgs {
     /// startup). Default: 0.0.0.0:8000 (a Pulsar bookie's httpServerPort).
     #[arg(long, value_name = "ADDR|off")]
     pub http_listen: Option<String>,
+    /// Serve the HTTP endpoint (--http-listen) over TLS with --tls-cert and --tls-key (no
+    /// client certificate asked for), as the Java bookie's httpServerTlsEnable: scrape it as
+    /// https://. Needs --tls-cert and an --http-listen address. Default: false.
+    #[arg(long, value_name = "BOOL")]
+    pub http_tls: Option<bool>,
     /// Which log events reach stderr, one line each: a level (error, warn, info, debug,
     /// trace, off), or RUST_LOG-style `target=level` pairs such as `info,server::shard=debug`.
     /// Default: the RUST_LOG environment variable, else info.
@@ -288,4 +293,51 @@ pub struct ServeArgs {
     /// turn it on.
     #[arg(long, value_name = "MS")]
     pub gc_overreplicated_wait_ms: Option<u64>,
+    /// TLS (docs/security.md): the bookie's certificate chain, PEM, its own certificate
+    /// first. With --tls-key, a client's v3 START_TLS request (the BookKeeper client's first
+    /// request when `tlsProviderFactoryClass` is set; Pulsar's
+    /// `bookkeeperTLSClientAuthentication=true`) is answered and the connection turns to TLS
+    /// 1.3 or 1.2, its v2 or v3 frames inside. Without it START_TLS gets EBADREQ. A file that
+    /// cannot be read or used fails the start, naming it. Default: none (no TLS).
+    #[arg(long, value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert's certificate, PEM: PKCS#8 (`BEGIN PRIVATE KEY`), RSA
+    /// (`BEGIN RSA PRIVATE KEY`) or EC (`BEGIN EC PRIVATE KEY`), unencrypted (keep it readable
+    /// by the bookie only). Required with --tls-cert.
+    #[arg(long, value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
+    /// CA certificates (PEM) that client certificates are verified against. Without
+    /// --tls-client-auth a client certificate is verified if sent, not asked for. Needs
+    /// --tls-cert. Default: none.
+    #[arg(long, value_name = "FILE")]
+    pub tls_trust: Option<PathBuf>,
+    /// Require a client certificate that --tls-trust verifies; a handshake without one
+    /// fails and closes the connection (the Java bookie's tlsClientAuthentication). Needs
+    /// --tls-trust. Default: false.
+    #[arg(long, value_name = "BOOL")]
+    pub tls_client_auth: Option<bool>,
+    /// Comma-separated roles (the Java bookie's BookieAuthZFactory with authorizedRoles): a
+    /// TLS connection is served only if the first role in its client certificate's subject
+    /// OU, written `0:role1,role2;1:cluster`, is one of these; any other gets EUA for every
+    /// request but START_TLS and AUTH, and so does every plaintext connection. Needs
+    /// --tls-client-auth. Default: none (no role check).
+    #[arg(long, value_name = "ROLE[,ROLE..]")]
+    pub tls_authorized_roles: Option<String>,
+    /// Serve plaintext connections only START_TLS and AUTH; everything else gets EUA until
+    /// the connection has turned to TLS (the Java bookie cannot refuse plaintext clients).
+    /// Needs --tls-cert. Default: false.
+    #[arg(long, value_name = "BOOL")]
+    pub tls_required: Option<bool>,
+    /// Every this many seconds each shard checks the TLS files' size, time and inode; when
+    /// one changed, new connections get the files read again (connections already open keep
+    /// their session). A rotation whose files are bad is logged and the old ones stay (the
+    /// Java bookie's tlsCertFilesRefreshDurationSeconds). 0 never checks. 0 to 86400.
+    /// Default: 60.
+    #[arg(long, value_name = "SECONDS")]
+    pub tls_refresh_s: Option<u64>,
+    /// A connection whose TLS handshake has not completed this many milliseconds after its
+    /// START_TLS answer is closed (a client that stops mid-handshake holds nothing for
+    /// long). 100 to 600000. Default: 10000.
+    #[arg(long, value_name = "MS")]
+    pub tls_handshake_timeout_ms: Option<u64>,
 }

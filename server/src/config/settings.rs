@@ -18,6 +18,8 @@ pub struct Config {
     pub listen: SocketAddr,
     /// Address of the HTTP endpoint (`None`: off).
     pub http_listen: Option<SocketAddr>,
+    /// The HTTP endpoint speaks TLS with the bookie port's certificate (`--http-tls`).
+    pub http_tls: bool,
     /// Which log events are written (`--log`, else RUST_LOG, else info).
     pub log: tracing_subscriber::filter::Targets,
     /// The core each shard is pinned to; its length is the shard count.
@@ -53,6 +55,8 @@ pub struct Config {
     pub read_pace_commit: Option<Duration>,
     /// ZooKeeper registration; `None` without --zk.
     pub registration: Option<RegistrationConfig>,
+    /// TLS on the bookie port; `None` without --tls-cert.
+    pub tls: Option<std::sync::Arc<crate::tls::TlsSettings>>,
 }
 
 /// Where and how the bookie registers in ZooKeeper (`registration`).

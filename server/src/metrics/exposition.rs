@@ -305,6 +305,46 @@ fn render_counters(out: &mut String, total: &ShardValues) {
             s.connections_idle,
         ),
         (
+            "ringlog_tls_sessions_started_total",
+            "TLS sessions started (START_TLS answered)",
+            s.tls_sessions_started,
+        ),
+        (
+            "ringlog_tls_handshakes_total",
+            "TLS handshakes completed",
+            s.tls_handshakes,
+        ),
+        (
+            "ringlog_tls_handshake_failures_total",
+            "TLS handshakes failed (connection closed)",
+            s.tls_handshake_failures,
+        ),
+        (
+            "ringlog_tls_handshake_timeouts_total",
+            "TLS handshakes timed out (connection closed)",
+            s.tls_handshake_timeouts,
+        ),
+        (
+            "ringlog_tls_unauthorized_total",
+            "TLS connections whose certificate role is not authorized",
+            s.tls_unauthorized,
+        ),
+        (
+            "ringlog_requests_unauthorized_total",
+            "requests answered EUA: connection not authorized",
+            s.requests_unauthorized,
+        ),
+        (
+            "ringlog_tls_reloads_total",
+            "TLS certificate rotations picked up",
+            s.tls_reloads,
+        ),
+        (
+            "ringlog_tls_reload_failures_total",
+            "TLS certificate rotations refused (old files kept)",
+            s.tls_reload_failures,
+        ),
+        (
             "ringlog_gc_ledgers_deleted_total",
             "ledgers deleted",
             s.ledgers_deleted,
@@ -413,6 +453,11 @@ fn render_gauges(out: &mut String, total: &ShardValues, shards: &[ShardValues]) 
             "ringlog_connections",
             "connections open",
             s.connections_open,
+        ),
+        (
+            "ringlog_connections_tls",
+            "connections open that speak TLS",
+            s.connections_tls,
         ),
         (
             "ringlog_journal_bytes",

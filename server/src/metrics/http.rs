@@ -7,6 +7,11 @@
 //! (`HTTP_REQUEST_BYTES_MAX`) and one response, and a slow or silent client is cut off at
 //! `HTTP_REQUEST_MS_MAX` while the others wait in the kernel's accept queue. The thread
 //! blocks in `accept` and ends with the process.
+//!
+//! With `--http-tls` every connection is TLS with the bookie port's certificate (the Java
+//! bookie's `httpServerTlsEnable`), rustls over the blocking socket; the handshake counts
+//! against the same deadline, and a rotated certificate is picked up for the next
+//! connection (`tls::TlsContext::refresh`).
 
 use super::exposition::{self, QuantileWindow, ServerFlags};
 use super::{Metrics, ServerState, ShardValues};
@@ -15,6 +20,8 @@ use crate::limits::{
     HTTP_REQUEST_MS_MAX,
 };
 use crate::router::Router;
+use crate::tls::TlsContext;
+use rustls::{ServerConnection, StreamOwned};
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::os::unix::fs::MetadataExt;
@@ -197,6 +204,27 @@ struct Endpoint {
     window: QuantileWindow,
     /// Reused for every scrape: the exposition is built here, then written.
     exposition: String,
+    /// `--http-tls`: the certificate connections are served with.
+    tls: Option<TlsContext>,
+}
+
+/// A connection the endpoint reads a request from and answers on: the socket itself, or TLS
+/// over it.
+trait HttpStream: Read + Write {
+    /// The socket under it, for timeouts and shutdown.
+    fn socket(&self) -> &TcpStream;
+}
+
+impl HttpStream for TcpStream {
+    fn socket(&self) -> &TcpStream {
+        self
+    }
+}
+
+impl HttpStream for StreamOwned<ServerConnection, TcpStream> {
+    fn socket(&self) -> &TcpStream {
+        &self.sock
+    }
 }
 
 /// Binds `address` and starts the `ringlog-http` thread; returns the bound address (port 0
@@ -206,6 +234,7 @@ pub fn start(
     metrics: Arc<Metrics>,
     router: Arc<Router>,
     data_dirs: Vec<PathBuf>,
+    tls: Option<TlsContext>,
 ) -> std::io::Result<SocketAddr> {
     let listener = TcpListener::bind(address)?;
     let bound = listener.local_addr()?;
@@ -215,13 +244,14 @@ pub fn start(
         data_dirs,
         window: QuantileWindow::new(Instant::now()),
         exposition: String::new(),
+        tls,
     };
     std::thread::Builder::new()
         .name("ringlog-http".to_string())
         .spawn(move || {
             for stream in listener.incoming() {
                 match stream {
-                    Ok(stream) => endpoint.serve(stream),
+                    Ok(stream) => endpoint.accepted(stream),
                     // An accept error (a connection reset before accept, EMFILE) ends only
                     // that connection, but EMFILE would repeat at once: pause first.
                     Err(_) => std::thread::sleep(Duration::from_millis(HTTP_ACCEPT_RETRY_MS)),
@@ -232,8 +262,24 @@ pub fn start(
 }
 
 impl Endpoint {
+    /// Serves one accepted connection, in TLS with `--http-tls`.
+    fn accepted(&mut self, stream: TcpStream) {
+        let Some(context) = self.tls.as_mut() else {
+            return self.serve(stream);
+        };
+        if let Some(crate::tls::Refresh::Failed(error)) = context.refresh(Instant::now()) {
+            tracing::warn!(
+                "http tls files changed but cannot be used ({error}); keeping the previous ones"
+            );
+        }
+        let Ok(session) = ServerConnection::new(context.server_config()) else {
+            return;
+        };
+        self.serve(StreamOwned::new(session, stream));
+    }
+
     /// Reads one request within the bounds, answers it, closes.
-    fn serve(&mut self, mut stream: TcpStream) {
+    fn serve(&mut self, mut stream: impl HttpStream) {
         let deadline = Instant::now() + Duration::from_millis(HTTP_REQUEST_MS_MAX);
         let mut head = [0u8; HTTP_REQUEST_BYTES_MAX];
         let mut filled = 0;
@@ -246,7 +292,7 @@ impl Endpoint {
             }
             let left = deadline.saturating_duration_since(Instant::now());
             // A zero timeout would mean "none": a client past its deadline is dropped.
-            if left.is_zero() || stream.set_read_timeout(Some(left)).is_err() {
+            if left.is_zero() || stream.socket().set_read_timeout(Some(left)).is_err() {
                 return;
             }
             match stream.read(&mut head[filled..]) {
@@ -259,7 +305,9 @@ impl Endpoint {
             Ok(request) => (self.answer(request.route), request.head),
             Err(refusal) => (Response::refusal(refusal), false),
         };
-        let _ = stream.set_write_timeout(Some(Duration::from_millis(HTTP_REQUEST_MS_MAX)));
+        let _ = stream
+            .socket()
+            .set_write_timeout(Some(Duration::from_millis(HTTP_REQUEST_MS_MAX)));
         let header = format!(
             "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
             response.status.0,
@@ -272,6 +320,7 @@ impl Endpoint {
         if !head_only {
             let _ = stream.write_all(response.body.as_bytes());
         }
+        let _ = stream.flush();
         if refused {
             linger(&mut stream, &mut head);
         }
@@ -359,13 +408,13 @@ impl Endpoint {
 /// unread input sends a reset, which can destroy the answer before the client reads it. So
 /// the write side is shut first and what the client still sends is read and dropped, bounded
 /// in bytes and time.
-fn linger(stream: &mut TcpStream, scratch: &mut [u8]) {
-    let _ = stream.shutdown(Shutdown::Write);
+fn linger(stream: &mut impl HttpStream, scratch: &mut [u8]) {
+    let _ = stream.socket().shutdown(Shutdown::Write);
     let deadline = Instant::now() + Duration::from_millis(HTTP_LINGER_MS);
     let mut drained = 0;
     while drained < HTTP_LINGER_BYTES_MAX {
         let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() || stream.set_read_timeout(Some(left)).is_err() {
+        if left.is_zero() || stream.socket().set_read_timeout(Some(left)).is_err() {
             return;
         }
         match stream.read(scratch) {

@@ -83,8 +83,18 @@ fn pending_new(op: PendingOp, version: u8, ledger: i64, entry: i64, origin: Orig
 
 /// Versions above 2 get EBADVERSION with the request's ids (`isVersionCompatible`).
 fn respond_bad_version(client: &mut Client, origin: Origin, request: &Request<'_>) {
+    respond_error(client, origin, request, code::EBADVERSION);
+}
+
+/// A connection not authorized (docs/security.md) gets EUA with the request's ids, as the
+/// Java bookie's `AuthHandler` answers v2 requests before authentication.
+pub fn refuse_unauthorized(client: &mut Client, origin: Origin, request: &Request<'_>) {
+    respond_error(client, origin, request, code::EUA);
+}
+
+/// Answers `request` with the error `bad` and its own ids; AUTH gets the AUTH reply.
+fn respond_error(client: &mut Client, origin: Origin, request: &Request<'_>, bad: i32) {
     let version = request.header().version;
-    let bad = code::EBADVERSION;
     match *request {
         Request::Add {
             ledger_id,

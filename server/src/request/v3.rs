@@ -96,12 +96,36 @@ pub fn handle(
             client.respond_v3(reply_to, &response);
             Step::Consumed
         }
-        // TLS is not configured: EBADREQ (§3.4). Unsupported or missing sub-request: EBADREQ.
+        // TLS is not configured (or already on, `tls/security.rs`): EBADREQ (§3.4).
+        // Unsupported or missing sub-request: EBADREQ.
         Body::StartTls | Body::Missing | Body::Unsupported => {
             client.respond_v3_status(reply_to, &request, Status::Ebadreq);
             Step::Consumed
         }
     }
+}
+
+/// A connection not authorized (docs/security.md) gets its header back with EUA, as the
+/// Java bookie's `AuthHandler` answers v3 requests before authentication.
+pub fn refuse_unauthorized(client: &mut Client, origin: Origin, request: &wire_v3::Request<'_>) {
+    client.respond_v3_status(origin.reference, request, Status::Eua);
+}
+
+/// Answers START_TLS with EOK and an empty `startTLSResponse` (to be sent in plaintext,
+/// after any answer still queued) when the connection has no request in flight, and returns
+/// true: from the next byte on it speaks TLS. A START_TLS among other requests gets EBADREQ (the real client sends it first and
+/// alone), and false.
+pub fn start_tls_answer(
+    client: &mut Client,
+    origin: Origin,
+    request: &wire_v3::Request<'_>,
+) -> bool {
+    if !client.is_idle() {
+        client.respond_v3_status(origin.reference, request, Status::Ebadreq);
+        return false;
+    }
+    client.respond_v3_status(origin.reference, request, Status::Eok);
+    true
 }
 
 fn pending_v3(op: PendingOp, ledger: i64, entry: i64, origin: Origin, v3: PendingV3) -> Pending {

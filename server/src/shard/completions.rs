@@ -7,6 +7,7 @@ use super::{
 use crate::connection::Connection;
 use crate::limits;
 use crate::request::client::Client;
+use crate::tls::Security;
 use engine::uring::{Completion, Socket};
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
@@ -60,6 +61,10 @@ impl Shard {
         let generation = self.connections.generations[index as usize];
         let requests_max = self.config.requests_in_flight_max;
         let client = Client::new(generation, requests_max, limits::SEND_BUFFER_SIZE, false);
+        let plaintext_authorized = match self.tls.as_ref() {
+            Some(tls) => tls.settings().plaintext_authorized(),
+            None => true,
+        };
         let connection = Connection {
             fd,
             client,
@@ -78,6 +83,7 @@ impl Shard {
             cancel_submitted: false,
             active_last: Instant::now(),
             received_at: Instant::now(),
+            security: Security::plaintext(plaintext_authorized),
         };
         self.connections.slots[index as usize] = Some(connection);
         self.connections.active.push(index);
@@ -96,13 +102,20 @@ impl Shard {
                 connection.eof = true;
                 // A recv is armed only when no complete frame is left, so bytes still here
                 // are a truncated frame: nothing of it was journalled.
-                if connection.recv_filled > 0 {
+                let cipher_left = connection
+                    .security
+                    .stream()
+                    .is_some_and(|stream| stream.cipher_filled > 0);
+                if connection.recv_filled > 0 || cipher_left {
                     connection.closing = true;
                     self.bookie.stats.connections_invalid += 1;
                 }
             }
             Ok(count) => {
-                connection.recv_filled += count;
+                match connection.security.stream_mut() {
+                    Some(stream) => stream.cipher_filled += count,
+                    None => connection.recv_filled += count,
+                }
                 connection.decode_wanted = true;
                 let now = Instant::now();
                 connection.active_last = now;

@@ -1,9 +1,11 @@
 //! Decoding: complete frames of each connection and peer inbox go to request handling.
 
+use super::tls::Pump;
 use super::Shard;
 use crate::connection::{connection_reference, Connection};
 use crate::request::{self, Origin, Step};
 use crate::router::CONNECTION_REFERENCE_SIZE;
+use crate::tls::{admit, Admission, RequestClass, Stage};
 use engine::uring::NetBuffers;
 use wire::DecodedAny;
 
@@ -18,10 +20,13 @@ enum DecodeEnd {
     Stall,
     /// A protocol violation: close the connection.
     Invalid,
+    /// START_TLS was answered: what follows is ciphertext, decoded once the session starts.
+    TlsStarting,
 }
 
 impl Shard {
     pub(super) fn decode_all(&mut self) {
+        self.tls_handshakes_this_turn = 0;
         if !self.lifecycle.stopping {
             for position in 0..self.connections.active.len() {
                 let index = self.connections.active[position];
@@ -41,6 +46,16 @@ impl Shard {
         if !connection.decode_wanted || connection.closing || connection.recv_armed {
             return;
         }
+        if connection.security.stream().is_some() {
+            match self.tls_pump(index) {
+                Pump::Decode => {}
+                Pump::Deferred | Pump::Failed => return,
+            }
+        }
+        let connection = self.connections.slots[index as usize]
+            .as_mut()
+            .expect("active is live");
+        let tls_configured = self.tls.is_some();
         let bytes = self.net.get(connection.recv_buffer);
         let filled = connection.recv_filled;
         let reference = connection_reference(index, connection.client.generation);
@@ -63,7 +78,28 @@ impl Shard {
                 }) => {
                     let frame = &bytes[offset..offset + frame_size];
                     let client = &mut connection.client;
-                    match request::handle(&mut self.bookie, client, origin, request, frame) {
+                    let security = &mut connection.security;
+                    let class = RequestClass::of(&request);
+                    let step =
+                        match admit(class, &security.stage, security.authorized, tls_configured) {
+                            Admission::Serve => {
+                                request::handle(&mut self.bookie, client, origin, request, frame)
+                            }
+                            Admission::Refuse => {
+                                self.bookie.stats.requests_unauthorized += 1;
+                                request::refuse_unauthorized(client, origin, &request)
+                            }
+                            Admission::StartTls => {
+                                if request::start_tls_answer(client, origin, &request) {
+                                    security.stage = Stage::Starting;
+                                    offset += frame_size;
+                                    frames += 1;
+                                    break DecodeEnd::TlsStarting;
+                                }
+                                Step::Consumed
+                            }
+                        };
+                    match step {
                         Step::Consumed => {
                             offset += frame_size;
                             frames += 1;
@@ -96,9 +132,15 @@ impl Shard {
         }
         match end {
             DecodeEnd::NeedMore => {
-                connection.decode_wanted = false;
+                // A TLS session may hold more plaintext than the buffer had room for.
+                connection.decode_wanted = Shard::tls_has_input(connection);
+                if connection.decode_wanted {
+                    self.bookie.progress = true;
+                }
                 recv_buffer_fit(&mut self.net, connection, frame_size_max);
             }
+            // Nothing more is read or decoded until the session starts (`sends.rs`).
+            DecodeEnd::TlsStarting => connection.decode_wanted = false,
             DecodeEnd::Cap => self.bookie.progress = true,
             DecodeEnd::Stall => {}
             DecodeEnd::Invalid => {

@@ -18,6 +18,7 @@ mod publish;
 mod sends;
 mod startup;
 mod timeouts;
+mod tls;
 
 pub use startup::shard_main;
 
@@ -104,6 +105,8 @@ pub enum StartError {
     },
     /// The listener cannot be armed.
     Listen(String),
+    /// The TLS files cannot be used.
+    Tls(crate::tls::TlsContextError),
 }
 
 impl std::fmt::Display for StartError {
@@ -131,6 +134,7 @@ impl std::fmt::Display for StartError {
                 Ok(())
             }
             StartError::Listen(error) => write!(f, "cannot accept connections: {error}"),
+            StartError::Tls(error) => write!(f, "tls: {error}"),
         }
     }
 }
@@ -212,6 +216,10 @@ struct Shard {
     durable_reaped_at: Option<Instant>,
     /// The connection-error counts last logged, and when (rate-limited log lines).
     connection_errors_logged: (Instant, [u64; 3]),
+    /// TLS (`--tls-cert`): the configuration new sessions start from, and its rotation.
+    tls: Option<crate::tls::TlsContext>,
+    /// Handshake flights processed this turn (`TLS_HANDSHAKES_PER_TURN_MAX`).
+    tls_handshakes_this_turn: u32,
 }
 
 /// The connection slots: a slot's index is the client index in tokens, and its generation

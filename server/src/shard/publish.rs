@@ -42,6 +42,25 @@ impl Shard {
             connections_rejected: stats.connections_rejected,
             connections_invalid: stats.connections_invalid,
             connections_idle: stats.connections_idle,
+            tls_sessions_started: stats.tls_sessions_started,
+            tls_handshakes: stats.tls_handshakes,
+            tls_handshake_failures: stats.tls_handshake_failures,
+            tls_handshake_timeouts: stats.tls_handshake_timeouts,
+            tls_unauthorized: stats.tls_unauthorized,
+            requests_unauthorized: stats.requests_unauthorized,
+            tls_reloads: stats.tls_reloads,
+            tls_reload_failures: stats.tls_reload_failures,
+            connections_tls: count(
+                self.connections
+                    .active
+                    .iter()
+                    .filter(|&&index| {
+                        self.connections.slots[index as usize]
+                            .as_ref()
+                            .is_some_and(|connection| connection.security.stream().is_some())
+                    })
+                    .count(),
+            ),
             forwarded: stats.forwarded,
             forwarded_served: stats.forwarded_served,
             commits_stalled: stats.commits_stalled,

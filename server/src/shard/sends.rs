@@ -12,6 +12,7 @@ impl Shard {
     pub(super) fn sends_submit(&mut self) {
         for position in 0..self.connections.active.len() {
             let index = self.connections.active[position];
+            self.tls_start_if_flushed(index);
             let connection = self.connections.slots[index as usize]
                 .as_mut()
                 .expect("active is live");
@@ -22,17 +23,29 @@ impl Shard {
                 let buffer = self.net.get_mut(connection.send_buffer);
                 let out = &mut connection.client.out;
                 let unsent = &out[connection.out_offset..];
-                let length = buffer.len().min(unsent.len());
-                buffer[..length].copy_from_slice(&unsent[..length]);
+                let (taken, length) = match connection.security.stream_mut() {
+                    // Sealed into records; handshake messages and alerts go first.
+                    Some(stream) => stream.session.seal_into(unsent, buffer),
+                    None => {
+                        let length = buffer.len().min(unsent.len());
+                        buffer[..length].copy_from_slice(&unsent[..length]);
+                        (length, length)
+                    }
+                };
                 // An offset instead of draining: a large response leaves in many chunks, and
                 // shifting the rest after each one would be quadratic.
-                connection.out_offset += length;
+                connection.out_offset += taken;
                 if connection.out_offset == out.len() {
                     out.clear();
                     connection.out_offset = 0;
                 }
                 connection.send_offset = 0;
                 connection.send_length = length;
+                if length == 0 {
+                    // A TLS session still in its handshake holds responses back (none are
+                    // made before it completes); a send of nothing would read as a hang-up.
+                    continue;
+                }
             }
             let (offset, length) = (
                 connection.send_offset,
@@ -108,6 +121,9 @@ impl Shard {
             .batch_buffers_return(&mut self.bookie.batch_buffers);
         self.net.release(connection.recv_buffer);
         self.net.release(connection.send_buffer);
+        if let Some(stream) = connection.security.stream() {
+            self.net.release(stream.cipher_buffer);
+        }
         let generation = &mut self.connections.generations[index as usize];
         *generation = generation.wrapping_add(1);
         self.connections.free.push(index);
@@ -130,14 +146,15 @@ impl Shard {
         let connection = self.connections.slots[index as usize]
             .as_mut()
             .expect("active is live");
-        if !connection.wants_recv(self.net.size(connection.recv_buffer)) {
+        // With TLS the recv fills the ciphertext buffer; the session fills `recv_buffer`.
+        let (buffer, offset) = match connection.security.stream() {
+            Some(stream) => (stream.cipher_buffer, stream.cipher_filled),
+            None => (connection.recv_buffer, connection.recv_filled),
+        };
+        if !connection.wants_recv(offset < self.net.size(buffer)) {
             return;
         }
-        let (fd, buffer, offset) = (
-            connection.fd.as_raw_fd(),
-            connection.recv_buffer,
-            connection.recv_filled,
-        );
+        let fd = connection.fd.as_raw_fd();
         let result =
             self.ring
                 .borrow_mut()

@@ -110,6 +110,7 @@ impl Shard {
             start,
             metrics,
         } = setup;
+        let tls = super::tls::tls_context_load(config.tls.as_ref()).map_err(StartError::Tls)?;
         let ring = match Ring::new(engine::uring::RING_ENTRIES_DEFAULT) {
             Ok(ring) => Rc::new(RefCell::new(ring)),
             Err(error) => return Err(StartError::Ring(error)),
@@ -155,7 +156,7 @@ impl Shard {
             progress: false,
         };
         Ok(Shard::assemble(
-            id, core, config, ring, bookie, mailbox, start, shutdown, metrics,
+            id, core, config, ring, bookie, mailbox, start, shutdown, metrics, tls,
         ))
     }
 
@@ -171,6 +172,7 @@ impl Shard {
         start: Receiver<Start>,
         shutdown: &'static AtomicBool,
         metrics: Arc<Metrics>,
+        tls: Option<crate::tls::TlsContext>,
     ) -> Shard {
         let connections_max = config.connections_max;
         let mut net = NetBuffers::new(2 * connections_max + 1);
@@ -232,6 +234,8 @@ impl Shard {
             metrics,
             durable_reaped_at: None,
             connection_errors_logged: (Instant::now(), [0; 3]),
+            tls,
+            tls_handshakes_this_turn: 0,
             config,
         }
     }

@@ -75,6 +75,7 @@ impl Shard {
             .removal_pace(limits::SEGMENT_REMOVALS_PER_TICK_MAX);
         self.stall_check(now);
         self.connection_errors_log(now);
+        self.tls_tick(now);
         // Long-poll deadlines are checked at this granularity.
         self.parked_check = true;
         // The HTTP thread sees numbers at most one tick old; the add path publishes nothing.

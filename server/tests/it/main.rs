@@ -23,4 +23,5 @@ mod metrics;
 mod registration;
 mod startup;
 mod support;
+mod tls;
 mod v3;
