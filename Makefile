@@ -26,7 +26,7 @@ CHURN_SECONDS ?= 600
 METRICS_PAIRS ?= 3
 METRICS_SECONDS ?= 10
 
-.PHONY: help deps shellcheck-deps zk-deps fuzz-smoke build check test sim crash crash-deletes bench bench-disk bench-journal latency-stages neighbour retention churn interop interop-pulsar disk-full disk-pressure compare compare-catchup compare-pulsar metrics-check metrics-overhead busy-reads ci clean
+.PHONY: help deps shellcheck-deps zk-deps fuzz-smoke build check test sim crash crash-deletes bench bench-disk bench-journal latency-stages neighbour retention churn interop interop-pulsar interop-pulsar-tls tls-bench disk-full disk-pressure compare compare-catchup compare-pulsar metrics-check metrics-overhead busy-reads ci clean
 COMPARE_PAIRS ?= 3
 COMPARE_SECONDS ?= 20
 # The catch-up read workload of `make compare` (issue 15); QUICK=true makes it small.
@@ -43,9 +43,10 @@ deps:
 	@command -v $(CARGO) >/dev/null || { echo "cargo not found: install Rust with rustup" >&2; exit 1; }
 	@$(CARGO) --version
 
-## Fetch ZooKeeper (Maven Central, via mvn) for the registration tests; needs java and mvn.
+## Fetch ZooKeeper (Maven Central, via mvn) for the registration tests; needs java and mvn. Installs openssl (the TLS tests' certificates, scripts/tls_certs.sh) if missing.
 zk-deps:
 	scripts/zk.sh deps
+	@command -v openssl >/dev/null || { apt-get update -qq && apt-get install -y -qq openssl; }
 
 ## Release build of ringlog and ringlog-bench.
 build: deps
@@ -78,6 +79,7 @@ test: check zk-deps
 	$(MAKE) churn CHURN_SECONDS=60
 	$(MAKE) interop QUICK=true
 	$(MAKE) interop-pulsar QUICK=true
+	$(MAKE) interop-pulsar-tls QUICK=true
 	$(MAKE) disk-full DISK_FULL_MIB=512
 	DISK_PRESSURE_GIB=3 $(MAKE) disk-pressure DISK_PRESSURE_MIB=1536
 	$(MAKE) fuzz-smoke
@@ -141,6 +143,19 @@ interop-pulsar:
 	java -Xmx512m -cp "interop-pulsar/target/classes:$$(cat interop-pulsar/target/classpath.txt)" \
 	  -Dbookie=$(BOOKIE) -Dquick=$(QUICK) -Dringlog.bin=$(RINGLOG_BIN) $(INTEROP_PULSAR_ARGS) \
 	  ringlog.pulsar.Main
+
+## Issue 34: TLS against plaintext on one bookie, A/B in TLS_BENCH_PAIRS (3) alternating pairs: one outstanding add p50, the seed workload's ops/s and server CPU per add, batch reads' MB/s; results/tls-bench-*.json.
+tls-bench: build
+	scripts/tls_bench.sh $(RELEASE) $(BENCH_DIR) $(or $(TLS_BENCH_PAIRS),3) $(or $(TLS_BENCH_SECONDS),5)
+
+## Issue 34: the same broker and three bookies with TLS, client certificates and roles (docs/security.md): producing, consuming, a bookie SIGKILL and restart; certificates from scripts/tls_certs.sh.
+interop-pulsar-tls:
+	$(if $(filter ringlog,$(BOOKIE)),$(CARGO) build --release --workspace $(EXTRA_CARGO_ARGS))
+	cd interop-pulsar && mvn -B -q compile
+	certs=$$(mktemp -d) && trap 'rm -rf "$$certs"' EXIT && scripts/tls_certs.sh "$$certs" && \
+	java -Xmx512m -cp "interop-pulsar/target/classes:$$(cat interop-pulsar/target/classpath.txt)" \
+	  -Dbookie=$(BOOKIE) -Dquick=$(QUICK) -Dringlog.bin=$(RINGLOG_BIN) -Dtls.dir="$$certs" \
+	  -Donly=produce-consume,bookie-kill-ensemble-change $(INTEROP_PULSAR_ARGS) ringlog.pulsar.Main
 
 ## Issue 14 item 4: a DISK_FULL_MIB (1024) ext4 on a loop device fills, ringlog goes read-only, ledgers are deleted, adds come back without a restart (root).
 disk-full:

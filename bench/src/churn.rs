@@ -200,6 +200,7 @@ fn writes_args(args: &ChurnArgs) -> WritesArgs {
         threads: args.threads,
         cores: args.cores.clone(),
         busy_poll_us: args.busy_poll_us,
+        tls: crate::tls_client::TlsArgs::default(),
     }
 }
 

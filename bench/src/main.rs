@@ -8,6 +8,7 @@ mod journal;
 mod ledgers;
 mod reads;
 mod report;
+mod tls_client;
 mod verify_log;
 mod writes;
 

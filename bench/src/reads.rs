@@ -23,6 +23,9 @@ use wire::{code, verify_entry_body_crc32c};
 /// Flags of `ringlog-bench reads`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct ReadsArgs {
+    /// TLS to the bookie (START_TLS, as the BookKeeper client with tlsProviderFactoryClass).
+    #[command(flatten)]
+    pub tls: crate::tls_client::TlsArgs,
     /// Bookie address, HOST:PORT. Default: 127.0.0.1:3181.
     #[arg(long, default_value = "127.0.0.1:3181")]
     pub target: String,
@@ -104,7 +107,9 @@ pub fn run(args: &ReadsArgs) -> Result<(), String> {
     );
     let mut checker = Checker::new(args, &entries, &ledgers, deleted);
     let labels: Vec<usize> = (0..args.connections).collect();
-    let mut connections = Connections::open(&args.target, &labels, checker.buffer_sizes())?;
+    let tls = args.tls.client_config()?;
+    let mut connections =
+        Connections::open(&args.target, &labels, checker.buffer_sizes(), tls.as_ref())?;
     let result = checker.run_loop(&mut connections);
     connections.close();
     let report = checker.report();

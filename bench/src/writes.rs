@@ -111,6 +111,9 @@ pub struct WritesArgs {
     /// 10000. Default: 200.
     #[arg(long, default_value_t = 200)]
     pub busy_poll_us: u64,
+    /// TLS to the bookie (START_TLS, as the BookKeeper client with tlsProviderFactoryClass).
+    #[command(flatten)]
+    pub tls: crate::tls_client::TlsArgs,
 }
 
 /// When the bookie acks an add.
@@ -284,6 +287,7 @@ pub(crate) struct Plan {
     protocol: Protocol,
     write_flags: i32,
     busy_poll: Duration,
+    tls: Option<std::sync::Arc<rustls::ClientConfig>>,
 }
 
 impl Plan {
@@ -335,6 +339,7 @@ impl Plan {
                 0
             },
             busy_poll: Duration::from_micros(args.busy_poll_us),
+            tls: args.tls.client_config()?,
         })
     }
 
@@ -375,6 +380,7 @@ impl Plan {
             busy_poll: self.busy_poll,
             seed: (self.ledger_id_base as u64) ^ ((thread as u64 + 1) << 48),
             rollover: None,
+            tls: self.tls.clone(),
         }
     }
 

@@ -6,9 +6,12 @@
 //! response in it decoded per completion) and at most one send is in flight: frames encoded
 //! while it flies gather in `pending` and leave together in the next send.
 
+use crate::tls_client::{handshake, open_records, seal_records};
 use engine::uring::{errno_error, Completion, NetBufferId, NetBuffers, PollEnd, Ring};
+use rustls::{ClientConfig, ClientConnection};
 use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
 use std::os::fd::AsRawFd;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wire::client::{decode_response, Response};
 use wire::FRAME_SIZE_MAX_DEFAULT;
@@ -50,6 +53,9 @@ struct Connection {
     /// Bytes of the send in flight; 0 when no send is in flight.
     send_length: usize,
     pending: Vec<u8>,
+    /// With TLS: the session; `receive` then holds ciphertext and `plain` the responses.
+    tls: Option<Box<ClientConnection>>,
+    plain: Vec<u8>,
 }
 
 /// How long `close` waits for cancelled operations before leaking their buffers.
@@ -58,8 +64,14 @@ const CLOSE_WAIT_MAX: Duration = Duration::from_secs(1);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 impl Connections {
-    /// Connects one socket per label to `target` (TCP_NODELAY) and arms their receives.
-    pub fn open(target: &str, labels: &[usize], sizes: BufferSizes) -> Result<Self, String> {
+    /// Connects one socket per label to `target` (TCP_NODELAY), with TLS if `tls` is given
+    /// (START_TLS and the handshake, blocking), and arms their receives.
+    pub fn open(
+        target: &str,
+        labels: &[usize],
+        sizes: BufferSizes,
+        tls: Option<&Arc<ClientConfig>>,
+    ) -> Result<Self, String> {
         assert!(!labels.is_empty());
         assert!(sizes.receive >= 64);
         assert!(sizes.pending_max > 0);
@@ -75,6 +87,16 @@ impl Connections {
             stream
                 .set_nodelay(true)
                 .map_err(|error| format!("TCP_NODELAY: {error}"))?;
+            let mut stream = stream;
+            let session = match tls {
+                Some(config) => {
+                    let host = address.ip().to_string();
+                    let session = handshake(&mut stream, &host, Arc::clone(config))
+                        .map_err(|error| format!("connection {label} to {target}: {error}"))?;
+                    Some(Box::new(session))
+                }
+                None => None,
+            };
             let send_size = sizes.pending_max + sizes.request_frame_max;
             connections.push(Connection {
                 label,
@@ -85,6 +107,8 @@ impl Connections {
                 send_offset: 0,
                 send_length: 0,
                 pending: Vec::with_capacity(send_size),
+                plain: Vec::with_capacity(if session.is_some() { sizes.receive } else { 0 }),
+                tls: session,
             });
         }
         let completions = Vec::with_capacity(labels.len() * 2 + 8);
@@ -225,14 +249,18 @@ impl Connections {
     ) -> Result<(), String> {
         let connection = &mut self.connections[index];
         connection.received += bytes;
-        let data = &self.buffers.get(connection.receive)[..connection.received];
-        let mut consumed = 0;
-        while let Some(frame_size) =
-            decode_one(&data[consumed..], connection.label, index, on_response)?
-        {
-            assert!(frame_size > 0);
-            consumed += frame_size;
+        if let Some(session) = connection.tls.as_mut() {
+            // The session takes every ciphertext byte (a partial record waits inside it).
+            let ciphertext = &self.buffers.get(connection.receive)[..connection.received];
+            open_records(session, ciphertext, &mut connection.plain)
+                .map_err(|error| format!("connection {}: {error}", connection.label))?;
+            connection.received = 0;
+            let consumed = decode_all(&connection.plain, connection.label, index, on_response)?;
+            connection.plain.drain(..consumed);
+            return Ok(());
         }
+        let data = &self.buffers.get(connection.receive)[..connection.received];
+        let consumed = decode_all(data, connection.label, index, on_response)?;
         assert!(consumed <= connection.received);
         if consumed > 0 && consumed < connection.received {
             let end = connection.received;
@@ -268,6 +296,22 @@ impl Connections {
     /// Moves the pending frames into the idle send buffer and sends them in one operation.
     fn start_send(&mut self, index: usize) -> Result<(), String> {
         let connection = &mut self.connections[index];
+        if let Some(session) = connection.tls.as_mut() {
+            if connection.send_length != 0
+                || (connection.pending.is_empty() && !session.wants_write())
+            {
+                return Ok(());
+            }
+            let send_buffer = self.buffers.get_mut(connection.send);
+            let length = seal_records(session, &connection.pending, send_buffer);
+            connection.pending.clear();
+            if length == 0 {
+                return Ok(());
+            }
+            connection.send_offset = 0;
+            connection.send_length = length;
+            return self.submit_send(index);
+        }
         if connection.send_length != 0 || connection.pending.is_empty() {
             return Ok(());
         }
@@ -320,6 +364,21 @@ impl Connections {
             )
             .map_err(|error| format!("connection {}: sending: {error:?}", connection.label))
     }
+}
+
+/// Decodes every complete frame at the start of `data`; returns the bytes they took.
+fn decode_all(
+    data: &[u8],
+    label: usize,
+    index: usize,
+    on_response: &mut OnResponse,
+) -> Result<usize, String> {
+    let mut consumed = 0;
+    while let Some(frame_size) = decode_one(&data[consumed..], label, index, on_response)? {
+        assert!(frame_size > 0);
+        consumed += frame_size;
+    }
+    Ok(consumed)
 }
 
 /// Decodes one frame at the start of `data`: its size, or `None` when it is incomplete.

@@ -46,6 +46,8 @@ pub(crate) struct ThreadPlan {
     pub write_flags: i32,
     /// `churn`: ledgers roll over to new ids. `None`: each slot writes one ledger forever.
     pub rollover: Option<Rollover>,
+    /// TLS (`--tls-ca`): every connection starts with START_TLS and a handshake.
+    pub tls: Option<Arc<rustls::ClientConfig>>,
 }
 
 /// How ledger slots move on to new ledgers (`churn`).
@@ -122,8 +124,13 @@ pub(crate) fn run_thread(plan: ThreadPlan, shared: &Shared, sender: Sender<Messa
             pending_max: PENDING_SIZE_MAX,
             request_frame_max: plan.entry_size + ADD_FRAME_OVERHEAD,
         };
-        Connections::open(&plan.target, &plan.connection_labels, sizes)
-            .map(|connections| connections.with_busy_poll(plan.busy_poll))
+        Connections::open(
+            &plan.target,
+            &plan.connection_labels,
+            sizes,
+            plan.tls.as_ref(),
+        )
+        .map(|connections| connections.with_busy_poll(plan.busy_poll))
     });
     if connected.is_err() {
         shared.stop.store(true, Ordering::Relaxed);

@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# `make tls-bench` (issue 34): what TLS costs, A/B in one run against one bookie that serves
+# plaintext and TLS side by side (--tls-cert without --tls-required). Alternating pairs of
+#   - one outstanding add (1 KiB, sync): the latency floor, p50;
+#   - the seed workload (1 KiB, 50 ledgers, throttle 20000): ops/s, and the server's CPU time
+#     per add (utime + stime of the ringlog process over the run / adds);
+#   - catch-up batch reads of everything the seed runs wrote (BATCH_READ_ENTRY): MB/s;
+#   - a flood of 1,000 TLS handshakes at once beside an open-loop plaintext writer: its p99
+#     against a control run without the flood (the flood's client shares this host's cores);
+# then the ratios TLS / plaintext, median over the pairs, in results JSON and on stdout.
+# Usage: scripts/tls_bench.sh RELEASE_DIR BENCH_DIR [PAIRS] [SECONDS]
+set -euo pipefail
+release=${1:?release dir} dir=${2:?bench dir} pairs=${3:-3} seconds=${4:-5}
+port=${TLS_BENCH_PORT:-3191}
+mkdir -p "$dir"
+run=$(mktemp -d "$dir/tls-bench.XXXXXX")
+server_pid=
+cleanup() {
+  if [[ -n $server_pid ]] && kill -0 "$server_pid" 2>/dev/null; then
+    kill -TERM "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+  fi
+  rm -rf "$run"
+}
+trap cleanup EXIT
+
+"$(dirname "$0")/tls_certs.sh" "$run/certs"
+echo "== machine: $(nproc) cores, kernel $(uname -r); ringlog serve with --tls-cert (plaintext and TLS side by side) on 127.0.0.1:$port"
+"$release/ringlog" serve --data-dir "$run/data" --listen "127.0.0.1:$port" --http-listen off \
+  --tls-cert "$run/certs/bookie.pem" --tls-key "$run/certs/bookie.key" >"$run/server.log" 2>&1 &
+server_pid=$!
+for _ in $(seq 1 600); do
+  grep -q "listening on" "$run/server.log" && break
+  kill -0 "$server_pid" 2>/dev/null || { cat "$run/server.log"; echo "server exited" >&2; exit 1; }
+  sleep 0.1
+done
+
+# CPU seconds (user + system) of the server so far, from /proc/PID/stat.
+server_cpu_s() {
+  awk -v hz="$(getconf CLK_TCK)" '{printf "%.3f", ($14 + $15) / hz}' "/proc/$server_pid/stat"
+}
+
+tls_flags=(--tls-ca "$run/certs/ca.pem")
+for pair in $(seq 1 "$pairs"); do
+  for mode in plain tls; do
+    flags=()
+    [[ $mode == tls ]] && flags=("${tls_flags[@]}")
+    echo "== pair $pair/$pairs $mode: one outstanding add, 1 KiB, sync"
+    "$release/ringlog-bench" writes --target "127.0.0.1:$port" --entry-size 1024 --ledgers 1 \
+      --throttle 1 --seconds 3 --json "$run/one-$mode-$pair.json" "${flags[@]}"
+    echo "== pair $pair/$pairs $mode: seed workload, 1 KiB, 50 ledgers, throttle 20000"
+    before=$(server_cpu_s)
+    "$release/ringlog-bench" writes --target "127.0.0.1:$port" --entry-size 1024 --ledgers 50 \
+      --throttle 20000 --seconds "$seconds" --json "$run/seed-$mode-$pair.json" \
+      --verify-log "$run/verify-$mode-$pair.log" "${flags[@]}"
+    echo "$(server_cpu_s) $before" >"$run/cpu-seed-$mode-$pair"
+  done
+done
+for pair in $(seq 1 "$pairs"); do
+  for mode in plain tls; do
+    flags=()
+    [[ $mode == tls ]] && flags=("${tls_flags[@]}")
+    echo "== pair $pair/$pairs $mode: batch reads of the seed runs' entries"
+    "$release/ringlog-bench" reads --target "127.0.0.1:$port" --batch \
+      --verify-log "$run/verify-$mode-1.log" --json "$run/reads-$mode-$pair.json" "${flags[@]}"
+  done
+done
+
+# A handshake flood (1,000 TLS connections at once, as a broker restart brings) beside an
+# open-loop plaintext writer: its p99 with and without the flood, control first.
+flood_py=$(cat <<'PY'
+import socket, ssl, sys, threading
+port, ca, count = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+# v3 Request{header{version 3, START_TLS 9, txnId 1}, startTLSRequest{}}, length-prefixed.
+start_tls = bytes.fromhex("0000000b0a06080310091801d20600")
+context = ssl.create_default_context(cafile=ca)
+done, failed = [], []
+gate = threading.Barrier(count)
+def one():
+    try:
+        gate.wait(timeout=60)
+        sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+        sock.sendall(start_tls)
+        head = sock.recv(4, socket.MSG_WAITALL)
+        sock.recv(int.from_bytes(head, "big"), socket.MSG_WAITALL)
+        tls = context.wrap_socket(sock, server_hostname="127.0.0.1")
+        done.append(1)
+        tls.close()
+    except Exception as error:
+        failed.append(repr(error))
+threads = [threading.Thread(target=one) for _ in range(count)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+print(f"flood: {len(done)} handshakes completed, {len(failed)} failed" + (f" (first: {failed[0]})" if failed else ""))
+PY
+)
+for phase in control flood; do
+  echo "== handshake flood, $phase: open-loop plaintext adds at 50000/s for 8 s"
+  "$release/ringlog-bench" writes --target "127.0.0.1:$port" --entry-size 1024 --ledgers 50 \
+    --throttle 20000 --rate 50000 --seconds 8 --json "$run/flood-$phase.json" &
+  writer=$!
+  if [[ $phase == flood ]]; then
+    sleep 3
+    python3 -c "$flood_py" "$port" "$run/certs/ca.pem" 1000
+  fi
+  wait "$writer"
+done
+
+results=${TLS_BENCH_RESULTS:-results}
+mkdir -p "$results"
+out="$results/tls-bench-$(date -u +%Y%m%d-%H%M%S).json"
+python3 - "$run" "$pairs" "$out" <<'PY'
+import json, os, statistics, sys
+run, pairs, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+def load(name):
+    with open(f"{run}/{name}.json") as f:
+        return json.load(f)
+rows = {}
+for mode in ("plain", "tls"):
+    one = [load(f"one-{mode}-{p}")["p50_us"] for p in range(1, pairs + 1)]
+    seed = [load(f"seed-{mode}-{p}") for p in range(1, pairs + 1)]
+    cpu = []
+    for p in range(1, pairs + 1):
+        after, before = map(float, open(f"{run}/cpu-seed-{mode}-{p}").read().split())
+        cpu.append((after - before) * 1e6 / seed[p - 1]["count"])
+    reads = [load(f"reads-{mode}-{p}")["mb_per_sec"] for p in range(1, pairs + 1)]
+    rows[mode] = {
+        "one_outstanding_p50_us": one,
+        "seed_ops_per_sec": [s["ops_per_sec"] for s in seed],
+        "seed_p99_us": [s["p99_us"] for s in seed],
+        "server_cpu_us_per_add": cpu,
+        "batch_read_mb_per_sec": reads,
+    }
+median = statistics.median
+flood = {phase: load(f"flood-{phase}") for phase in ("control", "flood")}
+ratios = {
+    "writer_p99_during_handshake_flood_over_control": flood["flood"]["p99_us"] / flood["control"]["p99_us"],
+    "seed_ops_tls_over_plain": median(rows["tls"]["seed_ops_per_sec"]) / median(rows["plain"]["seed_ops_per_sec"]),
+    "one_outstanding_p50_tls_over_plain": median(rows["tls"]["one_outstanding_p50_us"]) / median(rows["plain"]["one_outstanding_p50_us"]),
+    "batch_read_tls_over_plain": median(rows["tls"]["batch_read_mb_per_sec"]) / median(rows["plain"]["batch_read_mb_per_sec"]),
+    "server_cpu_per_add_tls_over_plain": median(rows["tls"]["server_cpu_us_per_add"]) / median(rows["plain"]["server_cpu_us_per_add"]),
+}
+targets = {
+    "seed_ops_tls_over_plain": (">=", 0.75),
+    "one_outstanding_p50_tls_over_plain": ("<=", 1.1),
+    "batch_read_tls_over_plain": (">=", 0.6),
+}
+print("== TLS / plaintext, median of %d pairs" % pairs)
+for mode in ("plain", "tls"):
+    r = rows[mode]
+    print(f"   {mode:5}  seed {median(r['seed_ops_per_sec']):9.0f} ops/s (p99 {median(r['seed_p99_us']):.0f} us), "
+          f"one outstanding p50 {median(r['one_outstanding_p50_us']):.0f} us, "
+          f"batch reads {median(r['batch_read_mb_per_sec']):.0f} MB/s, server CPU {median(r['server_cpu_us_per_add']):.2f} us/add")
+print(f"   handshake flood: writer p99 {flood['control']['p99_us']:.0f} us without, {flood['flood']['p99_us']:.0f} us during 1,000 handshakes")
+failed = False
+for key, value in ratios.items():
+    verdict = "reported"
+    if key in targets:
+        op, limit = targets[key]
+        ok = value >= limit if op == ">=" else value <= limit
+        failed |= not ok
+        verdict = f"{'PASS' if ok else 'FAIL'} (target {op} {limit})"
+    print(f"   {key:38} {value:6.3f}  {verdict}")
+with open(out, "w") as f:
+    json.dump({"pairs": pairs, "rows": rows, "flood": {k: {"p99_us": v["p99_us"], "ops_per_sec": v["ops_per_sec"]} for k, v in flood.items()}, "ratios": ratios}, f, indent=1)
+print(f"   every number: {out}")
+sys.exit(1 if failed and os.environ.get("TLS_BENCH_ENFORCE") == "1" else 0)
+PY
