@@ -156,6 +156,9 @@ abstract class Bookie extends Child {
             if (core != null) {
                 command.addAll(List.of("--cores", core.toString()));
             }
+            if (TlsMode.dir() != null) {
+                command.addAll(TlsMode.ringlogFlags(TlsMode.dir()));
+            }
             // -Dringlog.args: more `ringlog serve` flags, to measure or test a setting without
             // editing the suite (one the suite already sets is refused by serve as repeated).
             String extra = System.getProperty("ringlog.args", "").trim();
@@ -220,6 +223,9 @@ abstract class Bookie extends Child {
             settings.put("journalSyncData", "true");
             settings.put("httpServerEnabled", "false");
             settings.put("autoRecoveryDaemonEnabled", "false");
+            if (TlsMode.dir() != null) {
+                TlsMode.javaBookieSettings(settings, TlsMode.dir());
+            }
             // The ledger storage Pulsar's own conf/bookkeeper.conf sets (bookkeeper-server's
             // default, SortedLedgerStorage, keeps up to 64 MB in memory and journal only, so
             // its ledger directory does not grow for a while), with small caches for this

@@ -82,6 +82,9 @@ final class Broker extends Child {
         s.put("webSocketServiceEnabled", "false");
         s.put("transactionCoordinatorEnabled", "false");
         s.put("brokerShutdownTimeoutMs", "3000");
+        if (TlsMode.dir() != null) {
+            TlsMode.brokerSettings(s, TlsMode.dir());
+        }
         return s;
     }
 

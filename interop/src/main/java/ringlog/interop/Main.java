@@ -60,6 +60,9 @@ public final class Main {
     private static int run() throws Exception {
         Options options = Options.fromSystemProperties();
         Path runDir = Files.createTempDirectory(options.baseDir(), "ringlog-interop-");
+        Tls.Certificates certs = Tls.Certificates.make(runDir.resolve("certs"));
+        Path live = Tls.liveDirectory(certs);
+        boolean ringlog = options.bookie().equals("ringlog");
         List<Scenario> scenarios = List.of(
                 new Scenario("v3-sync-write-read", 1, 300, c -> Scenarios.syncWriteRead(c, false)),
                 new Scenario("v2-crc32c-sync-write-read", 1, 300,
@@ -89,7 +92,20 @@ public final class Main {
                         c -> BenchWrites.run(c, options.benchSeconds()),
                         BenchWrites.JAVA_BOOKIE_SETTINGS),
                 diskFull(options),
-                diskChurn(options));
+                diskChurn(options),
+                // Issue 34: TLS with client certificates (docs/security.md).
+                new Scenario("tls-v3-pem-write-read-recover", 1, 180,
+                        c -> Tls.writeReadRecover(c, certs, false, false),
+                        Tls.bookieSettings(certs, false, false, null)),
+                new Scenario("tls-v2-pkcs12-write-read-recover", 1, 180,
+                        c -> Tls.writeReadRecover(c, certs, true, true),
+                        Tls.bookieSettings(certs, false, false, null)),
+                new Scenario("tls-roles-and-refusals", 1, 180,
+                        c -> Tls.refusals(c, certs, ringlog),
+                        Tls.bookieSettings(certs, true, ringlog, null)),
+                new Scenario("tls-certificate-rotation", 1, 180,
+                        c -> Tls.rotation(c, certs, live),
+                        Tls.bookieSettings(certs, false, false, live)));
         int passed = 0;
         int failed = 0;
         int skipped = 0;
