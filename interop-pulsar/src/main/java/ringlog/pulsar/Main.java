@@ -80,6 +80,11 @@ public final class Main {
                             .getImplementationVersion()
                     + " zookeeper=" + org.apache.zookeeper.Version.getFullVersion()
                     + " quick=" + options.quick() + " dir=" + runDir);
+            if (TlsMode.dir() != null) {
+                System.out.println("# tls: bookies " + String.join(" ",
+                        TlsMode.ringlogFlags(TlsMode.dir())) + "; broker "
+                        + "bookkeeperTLSClientAuthentication=true (TlsMode)");
+            }
             if (options.bookie().equals("ringlog")) {
                 System.out.println("# ringlog: " + options.ringlogBinary() + " serve --zk ..."
                         + " --advertised-address 127.0.0.1:PORT "
