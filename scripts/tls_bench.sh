@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
 # `make tls-bench` (issue 34): what TLS costs, A/B in one run against one bookie that serves
 # plaintext and TLS side by side (--tls-cert without --tls-required). Alternating pairs of
-#   - one outstanding add (1 KiB, sync): the latency floor, p50;
+#   - one outstanding add (1 KiB, sync): the latency floor, p50 (TLS_BENCH_ONE_PAIRS, 5, first,
+#     on an empty journal);
 #   - the seed workload (1 KiB, 50 ledgers, throttle 20000): ops/s, and the server's CPU time
 #     per add (utime + stime of the ringlog process over the run / adds);
 #   - catch-up batch reads of everything the seed runs wrote (BATCH_READ_ENTRY): MB/s;
 #   - a flood of 1,000 TLS handshakes at once beside an open-loop plaintext writer: its p99
 #     against a control run without the flood (the flood's client shares this host's cores);
 # then the ratios TLS / plaintext, median over the pairs, in results JSON and on stdout.
+# TLS_BENCH_SERVER_ARGS and TLS_BENCH_CLIENT_ARGS add flags (e.g. "--shards 1 --cores 0" and
+# "--cores 1": the server on one core and the client on the other, so the client's own TLS
+# work does not take the server's CPU on a 2-core host).
 # Usage: scripts/tls_bench.sh RELEASE_DIR BENCH_DIR [PAIRS] [SECONDS]
 set -euo pipefail
 release=${1:?release dir} dir=${2:?bench dir} pairs=${3:-3} seconds=${4:-5}
+one_pairs=${TLS_BENCH_ONE_PAIRS:-5}
 port=${TLS_BENCH_PORT:-3191}
 mkdir -p "$dir"
 run=$(mktemp -d "$dir/tls-bench.XXXXXX")
@@ -26,8 +31,10 @@ trap cleanup EXIT
 
 "$(dirname "$0")/tls_certs.sh" "$run/certs"
 echo "== machine: $(nproc) cores, kernel $(uname -r); ringlog serve with --tls-cert (plaintext and TLS side by side) on 127.0.0.1:$port"
+read -ra server_args <<<"${TLS_BENCH_SERVER_ARGS:-}"
 "$release/ringlog" serve --data-dir "$run/data" --listen "127.0.0.1:$port" --http-listen off \
-  --tls-cert "$run/certs/bookie.pem" --tls-key "$run/certs/bookie.key" >"$run/server.log" 2>&1 &
+  --tls-cert "$run/certs/bookie.pem" --tls-key "$run/certs/bookie.key" "${server_args[@]}" \
+  >"$run/server.log" 2>&1 &
 server_pid=$!
 for _ in $(seq 1 600); do
   grep -q "listening on" "$run/server.log" && break
@@ -41,13 +48,22 @@ server_cpu_s() {
 }
 
 tls_flags=(--tls-ca "$run/certs/ca.pem")
-for pair in $(seq 1 "$pairs"); do
+read -ra client_args <<<"${TLS_BENCH_CLIENT_ARGS:-}"
+# One outstanding add first, on an empty journal: after a seed run the journal sorts and
+# compacts what it wrote, and those disk writes would land in the latency floor.
+for pair in $(seq 1 "$one_pairs"); do
   for mode in plain tls; do
-    flags=()
-    [[ $mode == tls ]] && flags=("${tls_flags[@]}")
-    echo "== pair $pair/$pairs $mode: one outstanding add, 1 KiB, sync"
+    flags=("${client_args[@]}")
+    [[ $mode == tls ]] && flags+=("${tls_flags[@]}")
+    echo "== pair $pair/$one_pairs $mode: one outstanding add, 1 KiB, sync"
     "$release/ringlog-bench" writes --target "127.0.0.1:$port" --entry-size 1024 --ledgers 1 \
       --throttle 1 --seconds 3 --json "$run/one-$mode-$pair.json" "${flags[@]}"
+  done
+done
+for pair in $(seq 1 "$pairs"); do
+  for mode in plain tls; do
+    flags=("${client_args[@]}")
+    [[ $mode == tls ]] && flags+=("${tls_flags[@]}")
     echo "== pair $pair/$pairs $mode: seed workload, 1 KiB, 50 ledgers, throttle 20000"
     before=$(server_cpu_s)
     "$release/ringlog-bench" writes --target "127.0.0.1:$port" --entry-size 1024 --ledgers 50 \
@@ -111,15 +127,15 @@ done
 results=${TLS_BENCH_RESULTS:-results}
 mkdir -p "$results"
 out="$results/tls-bench-$(date -u +%Y%m%d-%H%M%S).json"
-python3 - "$run" "$pairs" "$out" <<'PY'
+python3 - "$run" "$pairs" "$out" "$one_pairs" <<'PY'
 import json, os, statistics, sys
-run, pairs, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+run, pairs, out, one_pairs = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 def load(name):
     with open(f"{run}/{name}.json") as f:
         return json.load(f)
 rows = {}
 for mode in ("plain", "tls"):
-    one = [load(f"one-{mode}-{p}")["p50_us"] for p in range(1, pairs + 1)]
+    one = [load(f"one-{mode}-{p}")["p50_us"] for p in range(1, one_pairs + 1)]
     seed = [load(f"seed-{mode}-{p}") for p in range(1, pairs + 1)]
     cpu = []
     for p in range(1, pairs + 1):
@@ -164,7 +180,7 @@ for key, value in ratios.items():
         verdict = f"{'PASS' if ok else 'FAIL'} (target {op} {limit})"
     print(f"   {key:38} {value:6.3f}  {verdict}")
 with open(out, "w") as f:
-    json.dump({"pairs": pairs, "rows": rows, "flood": {k: {"p99_us": v["p99_us"], "ops_per_sec": v["ops_per_sec"]} for k, v in flood.items()}, "ratios": ratios}, f, indent=1)
+    json.dump({"pairs": pairs, "one_pairs": one_pairs, "server_args": os.environ.get("TLS_BENCH_SERVER_ARGS", ""), "client_args": os.environ.get("TLS_BENCH_CLIENT_ARGS", ""), "rows": rows, "flood": {k: {"p99_us": v["p99_us"], "ops_per_sec": v["ops_per_sec"]} for k, v in flood.items()}, "ratios": ratios}, f, indent=1)
 print(f"   every number: {out}")
 sys.exit(1 if failed and os.environ.get("TLS_BENCH_ENFORCE") == "1" else 0)
 PY
