@@ -242,10 +242,28 @@ fn v2_add(stream: &mut impl Write, ledger: i64, entry: i64) {
     stream.write_all(&frame).unwrap();
 }
 
+/// A v2 add of (ledger, entry) and its answer's code.
+fn add_code(stream: &mut (impl Read + Write), ledger: i64, entry: i64) -> i32 {
+    v2_add(stream, ledger, entry);
+    v2_reply(&frame_read(stream).expect("an answer")).code
+}
+
 fn v2_read(stream: &mut impl Write, ledger: i64, entry: i64) {
     let mut frame = Vec::new();
     wire::client::encode_read_request(&mut frame, 0, ledger, entry, None);
     stream.write_all(&frame).unwrap();
+}
+
+/// A test directory with the certificates, and the PKCS#8 bookie's files; `None` (the test
+/// returns) without io_uring.
+fn tls_test(name: &str) -> Option<(TestDir, Certificates, [String; 3])> {
+    if !uring_available() {
+        return None;
+    }
+    let dir = TestDir::new(name);
+    let certs = Certificates::make(&dir.0.join("certs"));
+    let files = certificates_for(&certs, "bookie");
+    Some((dir, certs, files))
 }
 
 fn certificates_for(certs: &Certificates, cert: &str) -> [String; 3] {
@@ -322,12 +340,9 @@ fn start_tls_then_v2_and_v3_frames_inside_tls_13_and_12_with_each_key_type() {
 
 #[test]
 fn plaintext_still_works_unless_tls_is_required_and_auth_is_always_answered() {
-    if !uring_available() {
+    let Some((dir, certs, files)) = tls_test("tls-required") else {
         return;
-    }
-    let dir = TestDir::new("tls-required");
-    let certs = Certificates::make(&dir.0.join("certs"));
-    let files = certificates_for(&certs, "bookie");
+    };
     // TLS optional: a plaintext client is served as before.
     let server = Server::start(&dir.0.join("optional"), 1, &tls_flags(&files, &[]));
     let mut plain = server.connect();
@@ -366,19 +381,15 @@ fn plaintext_still_works_unless_tls_is_required_and_auth_is_always_answered() {
     );
     // After START_TLS on a fresh connection the same add is served.
     let mut tls = tls_connect(server.address, certs.client("ca", None, false)).unwrap();
-    v2_add(&mut tls, 2, 0);
-    assert_eq!(v2_reply(&frame_read(&mut tls).unwrap()).code, code::EOK);
+    assert_eq!(add_code(&mut tls, 2, 0), code::EOK);
     metric_reaches(&server, "ringlog_requests_unauthorized_total", 3.0);
 }
 
 #[test]
 fn client_certificates_are_verified_and_the_first_role_must_be_authorized() {
-    if !uring_available() {
+    let Some((dir, certs, files)) = tls_test("tls-roles") else {
         return;
-    }
-    let dir = TestDir::new("tls-roles");
-    let certs = Certificates::make(&dir.0.join("certs"));
-    let files = certificates_for(&certs, "bookie");
+    };
     let flags = tls_flags(
         &files,
         &[
@@ -392,17 +403,11 @@ fn client_certificates_are_verified_and_the_first_role_must_be_authorized() {
     // Role broker (first of "broker,admin"): served.
     let mut broker =
         tls_connect(server.address, certs.client("ca", Some("broker"), false)).unwrap();
-    v2_add(&mut broker, 3, 0);
-    assert_eq!(v2_reply(&frame_read(&mut broker).unwrap()).code, code::EOK);
+    assert_eq!(add_code(&mut broker, 3, 0), code::EOK);
     // First role reader (broker second): EUA; so does an OU without roles.
     for name in ["reader", "no-role"] {
         let mut tls = tls_connect(server.address, certs.client("ca", Some(name), false)).unwrap();
-        v2_add(&mut tls, 3, 1);
-        assert_eq!(
-            v2_reply(&frame_read(&mut tls).unwrap()).code,
-            code::EUA,
-            "{name}"
-        );
+        assert_eq!(add_code(&mut tls, 3, 1), code::EUA, "{name}");
         tls.write_all(&v3_frame(&v3_add(3, 1, 7))).unwrap();
         assert_eq!(
             v3_response(&frame_read(&mut tls).unwrap()).status,
@@ -425,11 +430,9 @@ fn client_certificates_are_verified_and_the_first_role_must_be_authorized() {
     // A plaintext client gets EUA: only a certificate authorizes.
     let mut plain = TcpStream::connect(server.address).unwrap();
     plain.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
-    v2_add(&mut plain, 3, 3);
-    assert_eq!(v2_reply(&frame_read(&mut plain).unwrap()).code, code::EUA);
+    assert_eq!(add_code(&mut plain, 3, 3), code::EUA);
     // The bookie still serves its authorized client.
-    v2_add(&mut broker, 3, 1);
-    assert_eq!(v2_reply(&frame_read(&mut broker).unwrap()).code, code::EOK);
+    assert_eq!(add_code(&mut broker, 3, 1), code::EOK);
     metric_reaches(&server, "ringlog_tls_unauthorized_total", 2.0);
     metric_reaches(&server, "ringlog_tls_handshake_failures_total", 2.0);
 }
@@ -555,12 +558,9 @@ fn bad_tls_files_fail_the_start_naming_the_file() {
 
 #[test]
 fn a_bad_or_stalled_handshake_closes_only_its_own_connection() {
-    if !uring_available() {
+    let Some((dir, certs, files)) = tls_test("tls-hostile") else {
         return;
-    }
-    let dir = TestDir::new("tls-hostile");
-    let certs = Certificates::make(&dir.0.join("certs"));
-    let files = certificates_for(&certs, "bookie");
+    };
     let flags = tls_flags(&files, &["--tls-handshake-timeout-ms", "500"]);
     let server = Server::start(&dir.0.join("data"), 1, &flags);
     let mut good = tls_connect(server.address, certs.client("ca", None, false)).unwrap();
@@ -582,8 +582,7 @@ fn a_bad_or_stalled_handshake_closes_only_its_own_connection() {
         .unwrap();
     let started = Instant::now();
     for entry in 0..100 {
-        v2_add(&mut good, 4, entry);
-        assert_eq!(v2_reply(&frame_read(&mut good).unwrap()).code, code::EOK);
+        assert_eq!(add_code(&mut good, 4, entry), code::EOK);
     }
     assert!(started.elapsed() < Duration::from_secs(5));
     std::thread::sleep(Duration::from_millis(1200));
@@ -592,8 +591,7 @@ fn a_bad_or_stalled_handshake_closes_only_its_own_connection() {
     for mut stream in stalled {
         assert!(matches!(stream.read(&mut byte), Ok(0) | Err(_)));
     }
-    v2_add(&mut good, 4, 100);
-    assert_eq!(v2_reply(&frame_read(&mut good).unwrap()).code, code::EOK);
+    assert_eq!(add_code(&mut good, 4, 100), code::EOK);
 }
 
 #[test]
@@ -620,8 +618,7 @@ fn rotated_certificates_reach_new_connections_and_open_ones_keep_working() {
         &tls_flags(&files, &["--tls-refresh-s", "1"]),
     );
     let mut before = tls_connect(server.address, certs.client("ca", None, false)).unwrap();
-    v2_add(&mut before, 5, 0);
-    assert_eq!(v2_reply(&frame_read(&mut before).unwrap()).code, code::EOK);
+    assert_eq!(add_code(&mut before, 5, 0), code::EOK);
     let peer = |tls: &TlsStream| tls.conn.peer_certificates().unwrap()[0].as_ref().to_vec();
     let first = peer(&before);
     // A bad rotation (garbage) is refused and the old files stay in use.
@@ -629,8 +626,7 @@ fn rotated_certificates_reach_new_connections_and_open_ones_keep_working() {
     std::thread::sleep(Duration::from_millis(1500));
     let mut during = tls_connect(server.address, certs.client("ca", None, false)).unwrap();
     assert_eq!(peer(&during), first);
-    v2_add(&mut during, 5, 1);
-    assert_eq!(v2_reply(&frame_read(&mut during).unwrap()).code, code::EOK);
+    assert_eq!(add_code(&mut during, 5, 1), code::EOK);
     // The RSA certificate and key replace them (renamed in, as a renewal tool does).
     std::fs::copy(certs.dir.join("bookie-rsa.key"), live.join("next.key")).unwrap();
     std::fs::copy(certs.dir.join("bookie-rsa.pem"), live.join("next.pem")).unwrap();
@@ -646,11 +642,9 @@ fn rotated_certificates_reach_new_connections_and_open_ones_keep_working() {
         std::thread::sleep(Duration::from_millis(200));
     };
     let mut rotated = rotated;
-    v2_add(&mut rotated, 5, 2);
-    assert_eq!(v2_reply(&frame_read(&mut rotated).unwrap()).code, code::EOK);
+    assert_eq!(add_code(&mut rotated, 5, 2), code::EOK);
     // The connection opened before the rotation still works.
-    v2_add(&mut before, 5, 3);
-    assert_eq!(v2_reply(&frame_read(&mut before).unwrap()).code, code::EOK);
+    assert_eq!(add_code(&mut before, 5, 3), code::EOK);
     // One refused rotation (the garbage), one picked up (the shard checks every second).
     metric_reaches(&server, "ringlog_tls_reload_failures_total", 1.0);
     metric_reaches(&server, "ringlog_tls_reloads_total", 1.0);
@@ -658,12 +652,9 @@ fn rotated_certificates_reach_new_connections_and_open_ones_keep_working() {
 
 #[test]
 fn the_http_endpoint_serves_https_with_the_bookie_certificate() {
-    if !uring_available() {
+    let Some((dir, certs, files)) = tls_test("tls-http") else {
         return;
-    }
-    let dir = TestDir::new("tls-http");
-    let certs = Certificates::make(&dir.0.join("certs"));
-    let files = certificates_for(&certs, "bookie");
+    };
     // Client authentication on the bookie port is not asked of scrapers.
     let flags = tls_flags(&files, &["--tls-client-auth", "true", "--http-tls", "true"]);
     let server = Server::start(&dir.0.join("data"), 1, &flags);
