@@ -88,6 +88,14 @@ pub const READ_AHEAD_STREAMS_MAX: usize = 256;
 /// 64 the concurrent batch reads of one ledger each looked like a jump, and read alone.
 pub const READ_AHEAD_STREAM_GAP_MAX: i64 = 1024;
 
+/// A scan's ledger must fill at least this share (numerator, denominator) of the stretch a
+/// read-ahead window would read for it to get one; sparser, its records are read alone (a
+/// sector or two each). One ledger of 500 in commit order fills 1/500 of a window.
+pub const READ_AHEAD_DENSITY_MIN: (u64, u64) = (1, 8);
+/// With more scans than this followed at once (a read of every ledger), a sparse stretch is
+/// read in a window anyway: the other scans' ledgers fill it.
+pub const READ_AHEAD_SPARSE_SCANS_MAX: usize = 4;
+
 /// Most steps one `Disk::submit_file_ops` takes (a dead segment's reuse: its index's unlink,
 /// its rename, the directory's fsync).
 pub const FILE_OPS_MAX: usize = 4;

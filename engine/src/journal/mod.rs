@@ -36,6 +36,7 @@ mod pressure;
 mod queries;
 mod read_ahead;
 mod read_pace;
+mod read_extent;
 mod reads;
 mod seal;
 mod segments;
@@ -605,9 +606,17 @@ impl<D: Disk> Journal<D> {
         if sequential {
             self.read_ahead_guide(ledger, entry, slot.payload_size());
         }
+        let segment_end = self.readable_end(slot.location().segment);
+        let extent = if sequential {
+            let size = record::record_size(slot.payload_size() as usize);
+            self.read_extent(ledger, entry, slot.location(), size)
+        } else {
+            read_extent::Extent::UNKNOWN
+        };
         let scan = Scan {
             sequential,
-            segment_end: self.readable_end(slot.location().segment),
+            segment_end: segment_end.min(extent.end),
+            sparse: extent.sparse,
         };
         let (disk, stats, events) = (&mut self.disk, &mut self.stats, &mut self.events);
         let payload_size = slot.payload_size();
@@ -640,8 +649,12 @@ impl<D: Disk> Journal<D> {
         if self.compaction.blocks_reads(location.segment) {
             return;
         }
-        let segment_end = self.readable_end(location.segment);
         let size = record::record_size(slot.payload_size() as usize);
+        let extent = self.read_extent(ledger, EntryId(ahead), location, size);
+        if extent.sparse {
+            return;
+        }
+        let segment_end = self.readable_end(location.segment).min(extent.end);
         let (disk, stats) = (&mut self.disk, &mut self.stats);
         self.reads.guide(disk, stats, location, size, segment_end);
     }

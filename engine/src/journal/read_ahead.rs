@@ -19,8 +19,8 @@
 
 use super::read_pace::ReadPace;
 use crate::constants::{
-    READ_AHEAD_IN_FLIGHT_MAX, READ_AHEAD_STREAMS_MAX, READ_AHEAD_STREAM_GAP_MAX,
-    READ_AHEAD_WINDOW_SIZE, SECTOR_SIZE,
+    READ_AHEAD_IN_FLIGHT_MAX, READ_AHEAD_SPARSE_SCANS_MAX, READ_AHEAD_STREAMS_MAX,
+    READ_AHEAD_STREAM_GAP_MAX, READ_AHEAD_WINDOW_SIZE, SECTOR_SIZE,
 };
 use crate::disk::{BufferId, Disk};
 use crate::ids::{EntryId, FileId, LedgerId, SegmentId};
@@ -101,6 +101,11 @@ pub(super) struct ReadAhead {
 
 /// Segments remembered in `ReadAhead::failed`.
 const FAILED_SEGMENTS_MAX: usize = 8;
+
+/// How recent (in lookups, two or three per read) a scan's last read must be for it to count
+/// as reading now: a client reading 500 ledgers at once comes back to each within about
+/// 1,500.
+const SCAN_ACTIVE_TICKS: u64 = 16_384;
 
 impl ReadAhead {
     /// True when there are no windows: nothing is read ahead.
@@ -250,6 +255,46 @@ impl ReadAhead {
                     && end <= position
                     && position < end + window_size
             })
+    }
+
+    /// True when more than `READ_AHEAD_SPARSE_SCANS_MAX` scans read within the last
+    /// `SCAN_ACTIVE_TICKS` lookups: a read of many ledgers at once, whose windows serve them
+    /// all.
+    pub(super) fn scans_many(&self) -> bool {
+        self.streams
+            .iter()
+            .filter(|stream| self.clock - stream.used < SCAN_ACTIVE_TICKS)
+            .nth(READ_AHEAD_SPARSE_SCANS_MAX)
+            .is_some()
+    }
+
+    /// True when a scan's read of `[position, position + size)` of `segment` may start a
+    /// window: none holds it, or the full-length one that does is read past its middle and
+    /// nothing holds what follows it (the prefetch starts that). Only then is it worth
+    /// looking up how far the scan's ledger reaches (`Journal::read_extent`), which walks
+    /// index slots: every read of a scan doing it cost a tenth of a core at 200k reads/s.
+    pub(super) fn may_start(&self, segment: SegmentId, position: u64, size: usize) -> bool {
+        if self.windows.is_empty() {
+            return false;
+        }
+        let end = position + to_u64(size);
+        let window_size = to_u64(READ_AHEAD_WINDOW_SIZE);
+        let holding = self
+            .starting_before(segment, position, window_size)
+            .map(|index| &self.windows[to_usize(u64::from(index))])
+            .find(|window| !window.stale && end <= window.held_end());
+        let Some(window) = holding else {
+            return true;
+        };
+        let window_end = window.start + to_u64(window.length);
+        window.length == READ_AHEAD_WINDOW_SIZE
+            && end >= window.start + window_size / 2
+            && !self
+                .starting_before(segment, window_end, window_size)
+                .any(|index| {
+                    let next = &self.windows[to_usize(u64::from(index))];
+                    !next.stale && window_end < next.held_end() && next.start <= window_end
+                })
     }
 
     /// Where the first window in use of `segment` that begins after `position` begins.

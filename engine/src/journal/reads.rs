@@ -66,11 +66,14 @@ pub(super) struct Expected {
 }
 
 /// How a read may use read-ahead: whether it follows its ledger's previous read, and where
-/// the readable bytes of its segment end (its file, or its durable records).
+/// its windows must end: the readable bytes of its segment (its file, or its durable
+/// records), or, in a sorted segment, where its ledger's run leaves (`read_extent.rs`).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Scan {
     pub sequential: bool,
     pub segment_end: u64,
+    /// Its ledger is too sparse where it is for a window (`read_extent.rs`): read it alone.
+    pub sparse: bool,
 }
 
 /// A durable commit buffer kept to serve tailing reads.
@@ -113,6 +116,8 @@ struct Read {
     /// Where the readable bytes of its segment ended when the read was planned
     /// (`Scan::segment_end`): a paced read is planned again with it.
     segment_end: u64,
+    /// Its ledger was too sparse there for a window (`Scan::sparse`).
+    sparse: bool,
     /// The read-ahead window the record comes from, instead of the slot's own read.
     window: Option<u32>,
 }
@@ -186,6 +191,7 @@ impl Reads {
                 page: None,
                 sequential: false,
                 segment_end: 0,
+                sparse: false,
                 window: None,
             })
             .collect();
@@ -201,6 +207,17 @@ impl Reads {
             ahead,
             paced: VecDeque::with_capacity(to_usize(u64::from(count))),
         }
+    }
+
+    /// True when a scan's read of `[position, position + size)` of `segment` may start a
+    /// read-ahead window (`ReadAhead::may_start`).
+    pub(super) fn window_may_start(&self, segment: SegmentId, position: u64, size: usize) -> bool {
+        self.ahead.may_start(segment, position, size)
+    }
+
+    /// True while many scans read at once (`ReadAhead::scans_many`).
+    pub(super) fn scans_many(&self) -> bool {
+        self.ahead.scans_many()
     }
 
     /// Notes a read of `entry` of `ledger`: true if it continues a sequential scan.

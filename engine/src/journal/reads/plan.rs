@@ -8,6 +8,7 @@ use crate::disk::Disk;
 use crate::error::ReadError;
 use crate::ids::Location;
 use crate::journal::read_ahead::Found;
+use crate::journal::read_extent::Extent;
 use crate::journal::{Event, Stats, TOKEN_READ_AHEAD};
 use crate::record;
 use crate::stdx::{to_u64, to_usize};
@@ -90,6 +91,7 @@ impl Reads {
             page: None,
             sequential: scan.sequential,
             segment_end: scan.segment_end,
+            sparse: scan.sparse,
             window: None,
         };
         self.plan_follow(disk, stats, events, slot, plan);
@@ -128,10 +130,11 @@ impl Reads {
                 let offset = position - crate::stdx::align_down_u64(position, to_u64(SECTOR_SIZE));
                 let fits = offset + to_u64(size) <= to_u64(READ_AHEAD_WINDOW_SIZE);
                 let straddles = self.ahead.straddles_end(segment, position, size);
-                if scan.sequential && fits && !straddles && !self.ahead.pace_admits() {
+                let windowed = scan.sequential && !scan.sparse && fits && !straddles;
+                if windowed && !self.ahead.pace_admits() {
                     return Plan::Paced;
                 }
-                let started = (scan.sequential && fits && !straddles)
+                let started = windowed
                     .then(|| {
                         self.ahead.start(
                             disk,
@@ -153,7 +156,7 @@ impl Reads {
         let (Plan::Ready(index) | Plan::Window(index)) = window else {
             unreachable!("windows only here");
         };
-        if scan.sequential {
+        if scan.sequential && !scan.sparse {
             let end = position + to_u64(size);
             let started = self
                 .ahead
@@ -259,6 +262,7 @@ impl Reads {
             let scan = Scan {
                 sequential: read.sequential,
                 segment_end: read.segment_end,
+                sparse: read.sparse,
             };
             let plan = self.plan(disk, stats, Expected::of(&read), size, scan);
             if matches!(plan, Plan::Paced) {
@@ -354,15 +358,18 @@ impl Reads {
         slot: usize,
         location: Location,
         payload_size: u32,
+        extent: Extent,
         segment_end: u64,
     ) {
         let read = &mut self.slots[slot];
         read.location = location;
         read.payload_size = payload_size;
-        read.segment_end = segment_end;
+        read.segment_end = segment_end.min(extent.end);
+        read.sparse = extent.sparse;
         let scan = Scan {
             sequential: read.sequential,
-            segment_end,
+            segment_end: read.segment_end,
+            sparse: read.sparse,
         };
         let (expected, size) = (
             Expected::of(read),

@@ -9,6 +9,7 @@ use crate::error::ReadError;
 use crate::ids::{EntryId, LedgerId, Location, Position, SegmentId};
 use crate::index::{Lookup, Slot};
 use crate::index_file;
+use crate::journal::read_extent::Extent;
 use crate::journal::{Event, Journal, Stats};
 use crate::record::{self, RecordKind};
 use crate::stdx::to_u64;
@@ -48,6 +49,11 @@ impl Reads {
         (read.state == ReadState::InFlight)
             .then_some(read.page)
             .flatten()
+    }
+
+    /// True when the read in `slot` is part of a sequential scan.
+    pub(super) fn sequential_at(&self, slot: usize) -> bool {
+        self.slots[slot].sequential
     }
 
     /// The (ledger, entry) a read is for.
@@ -198,9 +204,17 @@ impl<D: Disk> Journal<D> {
             }
             resolved => Ok(resolved),
         });
-        let segment_end = match next {
-            Ok(Resolved::Record(found)) => self.readable_end(found.location().segment),
-            _ => 0,
+        let (segment_end, extent) = match next {
+            Ok(Resolved::Record(found)) => {
+                let size = record::record_size(found.payload_size() as usize);
+                let extent = if self.reads.sequential_at(slot) {
+                    self.read_extent(ledger, entry, found.location(), size)
+                } else {
+                    Extent::UNKNOWN
+                };
+                (self.readable_end(found.location().segment), extent)
+            }
+            _ => (0, Extent::UNKNOWN),
         };
         let (disk, stats, events) = (&mut self.disk, &mut self.stats, &mut self.events);
         match next {
@@ -211,6 +225,7 @@ impl<D: Disk> Journal<D> {
                 slot,
                 found.location(),
                 found.payload_size(),
+                extent,
                 segment_end,
             ),
             Ok(Resolved::Page(next_page)) => {
