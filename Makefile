@@ -26,7 +26,7 @@ CHURN_SECONDS ?= 600
 METRICS_PAIRS ?= 3
 METRICS_SECONDS ?= 10
 
-.PHONY: help deps shellcheck-deps zk-deps fuzz-smoke build check test sim crash crash-deletes bench bench-disk bench-journal latency-stages neighbour retention churn interop interop-pulsar interop-pulsar-tls tls-bench disk-full disk-pressure compare compare-catchup compare-pulsar metrics-check metrics-overhead busy-reads ci clean
+.PHONY: help deps shellcheck-deps zk-deps fuzz-smoke build check test sim crash crash-deletes bench bench-disk bench-journal latency-stages neighbour retention churn interop interop-pulsar interop-pulsar-tls tls-bench disk-full disk-pressure compare compare-catchup compare-pulsar compare-busy metrics-check metrics-overhead busy-reads ci clean
 COMPARE_PAIRS ?= 3
 COMPARE_SECONDS ?= 20
 # The catch-up read workload of `make compare` (issue 15); QUICK=true makes it small.
@@ -168,11 +168,11 @@ disk-pressure:
 	cd interop && mvn -B -q compile
 	BOOKIE=$(BOOKIE) scripts/disk_pressure.sh $(RELEASE) $(DISK_PRESSURE_MIB)
 
-## Java bookie vs ringlog, same clients and workload (also a Pulsar producer, and the catch-up reads of compare-catchup), COMPARE_PAIRS (3) alternating pairs of COMPARE_SECONDS (20) runs; report in results/.
+## Java bookie vs ringlog, same clients and workload (also a Pulsar producer, the catch-up reads of compare-catchup and the busy-bookie reads of compare-busy), COMPARE_PAIRS (3) alternating pairs of COMPARE_SECONDS (20) runs; report in results/.
 compare: build
 	cd interop && mvn -B -q compile
 	cd interop-pulsar && mvn -B -q compile
-	python3 -c 'import matplotlib' 2>/dev/null || pip install -q matplotlib
+	python3 -c 'import matplotlib, hdrh' 2>/dev/null || pip install -q matplotlib hdrhistogram
 	CATCHUP_GB=$(CATCHUP_GB) CATCHUP_SETTLE_S=$(CATCHUP_SETTLE_S) \
 	  scripts/compare.sh $(RELEASE) $(RESULTS_DIR) $(COMPARE_PAIRS) $(COMPARE_SECONDS)
 
@@ -189,6 +189,12 @@ compare-pulsar: build
 	cd interop-pulsar && mvn -B -q compile
 	COMPARE_WORKLOADS=pulsar scripts/compare.sh $(RELEASE) $(RESULTS_DIR) \
 	  $(or $(PAIRS),$(COMPARE_PAIRS)) $(COMPARE_SECONDS)
+
+## Issue 32: only compare's busy-bookie reads: make busy-reads on the Java bookie, then on ringlog (COMPARE_BUSY_LEDGERS "50"), and their ratios in one report.
+compare-busy: build
+	cd interop && mvn -B -q compile
+	python3 -c 'import matplotlib, hdrh' 2>/dev/null || pip install -q matplotlib hdrhistogram
+	COMPARE_WORKLOADS=busy scripts/compare.sh $(RELEASE) $(RESULTS_DIR) 1 $(COMPARE_SECONDS)
 
 ## Issue 32: catch-up reads beside 60k adds/s (BUSY_LEDGERS "50 500"): one ledger, then all, read cold after a restart; write p99 with and without, disk bytes per byte served, WA; results/busy-reads-*/ (JSON, MD, PNG); BOOKIE=java for the Java bookie.
 busy-reads: build

@@ -45,8 +45,11 @@
 #
 # Usage: scripts/compare.sh RELEASE_DIR RESULTS_DIR [PAIRS=3] [SECONDS=20]
 # Environment: COMPARE_WORKLOADS=all (default) | catchup (only the catch-up workload, `make
-# compare-catchup`) | writes (all but it) | pulsar (only the Pulsar producer benchmark, `make
-# compare-pulsar`); CATCHUP_GB (4; may be fractional),
+# compare-catchup`) | writes (all but it and busy) | pulsar (only the Pulsar producer
+# benchmark, `make compare-pulsar`) | busy (only the busy-bookie reads, `make compare-busy`:
+# scripts/busy_reads.sh on the Java bookie, then on ringlog, COMPARE_BUSY_LEDGERS "50",
+# once, not per pair: each run is its own A/B, the read against its controls);
+# CATCHUP_GB (4; may be fractional),
 # CATCHUP_SETTLE_S (180: sorting 4 GB on one shard at the default --compaction-rate-mib took 141-146 s on 2026-12-04); CATCHUP_JAVA_CONF, the Java bookie's keys for the catch-up workload
 # only (default ledgerStorageClass=...DbLedgerStorage, as Pulsar deployments run it and as
 # issue 15 asks, with its read-ahead cache at the defaults; the other workloads keep 4.18.2's
@@ -58,8 +61,8 @@ catchup_settle_s=${CATCHUP_SETTLE_S:-180}
 db_ledger_storage=org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage
 catchup_java_conf=${CATCHUP_JAVA_CONF-ledgerStorageClass=$db_ledger_storage}
 case $workloads in
-  all | catchup | writes | pulsar) ;;
-  *) echo "compare: COMPARE_WORKLOADS must be all, catchup, writes or pulsar, not $workloads" >&2
+  all | catchup | writes | pulsar | busy) ;;
+  *) echo "compare: COMPARE_WORKLOADS must be all, catchup, writes, pulsar or busy, not $workloads" >&2
     exit 2 ;;
 esac
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -321,6 +324,7 @@ echo "== compare: $pairs pairs (java, ringlog), $seconds s per run, workloads $w
 } >"$results/machine.txt"
 cat "$results/machine.txt"
 for pair in $(seq 1 "$pairs"); do
+  [[ $workloads == busy ]] && break
   java_ops=0
   for bookie in java ringlog; do
     [[ $workloads == catchup ]] && break
@@ -348,4 +352,11 @@ for pair in $(seq 1 "$pairs"); do
     done
   fi
 done
+if [[ $workloads == all || $workloads == busy ]]; then
+  for bookie in java ringlog; do
+    echo "== busy-bookie reads, $bookie (scripts/busy_reads.sh)"
+    BOOKIE=$bookie BUSY_LEDGERS=${COMPARE_BUSY_LEDGERS:-50} \
+      "$root/scripts/busy_reads.sh" "$release" "$results"
+  done
+fi
 python3 "$root/scripts/compare_report.py" "$results" "$pairs" "$workloads"

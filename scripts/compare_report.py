@@ -4,7 +4,8 @@ pairs for the Java bookie and ringlog, the per-pair ratios ringlog/Java and thei
 a PNG of the latency percentile spectrum of the closed-loop runs.
 
 With WORKLOADS "catchup" (`make compare-catchup`) only the catch-up read section is written;
-with "writes" everything but it; "all" (the default) writes every section.
+with "busy" (`make compare-busy`) only the busy-bookie reads (scripts/busy_reads.sh's JSON of
+each bookie); with "writes" everything but those two; "all" (the default) every section.
 
 Usage: compare_report.py RESULTS_DIR PAIRS [WORKLOADS]
 """
@@ -364,6 +365,46 @@ def catchup_lines(results, pairs):
             + catchup_mixed_lines(results, pairs))
 
 
+def busy_run(results, bookie):
+    """The newest busy-reads JSON of `bookie` in the results dir, or None."""
+    paths = sorted(results.glob(f"busy-reads-{bookie}-*/busy-reads.json"))
+    return load_json(paths[-1]) if paths else None
+
+
+def busy_lines(results):
+    """The busy-bookie reads (scripts/busy_reads.sh) of both bookies, side by side."""
+    runs = {bookie: busy_run(results, bookie) for bookie in BOOKIES}
+    lines = ["## Catch-up reads on a busy bookie (`make compare-busy`, scripts/busy_reads.sh)", "",
+             "60k 1 KiB adds/s open loop, restart, the same writes again; 4 s later one ledger "
+             "of the fill read cold, then every ledger; the writers' p99 during each read "
+             "against the same run's controls (seconds without a read). One run per bookie.", ""]
+    if any(run is None for run in runs.values()):
+        missing = [bookie for bookie, run in runs.items() if run is None]
+        return lines + [f"- no busy-reads result for {', '.join(missing)}", ""]
+    by_count = {bookie: {run["ledgers"]: run for run in runs[bookie]["runs"]} for bookie in BOOKIES}
+    lines += ["| ledgers | read | Java MB/s | ringlog MB/s | ringlog / Java | Java write p99 "
+              "during / control (ms) | ringlog write p99 during / control (ms) |",
+              "|---|---|---|---|---|---|---|"]
+    for count in sorted(set(by_count["java"]) & set(by_count["ringlog"])):
+        java, ringlog = by_count["java"][count], by_count["ringlog"][count]
+        for kind in ("one", "all"):
+            java_read, ringlog_read = java["reads"].get(kind), ringlog["reads"].get(kind)
+            if not java_read or not ringlog_read:
+                continue
+            lines.append(
+                f"| {count} | {kind} | {fmt(java_read['mb_per_s'], 1)} | "
+                f"{fmt(ringlog_read['mb_per_s'], 1)} | "
+                f"{fmt(ratio(ringlog_read['mb_per_s'], java_read['mb_per_s']), 2)} | "
+                f"{fmt(java_read['writes_p99_ms'], 1)} / {fmt(java['writes_p99_control_ms'], 1)} | "
+                f"{fmt(ringlog_read['writes_p99_ms'], 1)} / "
+                f"{fmt(ringlog['writes_p99_control_ms'], 1)} |")
+    for bookie in BOOKIES:
+        for run in runs[bookie]["runs"]:
+            lines.append(f"- {bookie}, {run['ledgers']} ledgers: write amplification "
+                         f"{fmt(run['write_amplification'], 2)}")
+    return lines + [""]
+
+
 def plot(results, pairs):
     try:
         import matplotlib
@@ -408,7 +449,7 @@ def main():
         lines += pulsar_table(results, pairs, "ringlog", "unpinned")
         lines += pulsar_table(results, pairs, "ringlog-pinned",
                               "pinned (bookie N's shard on core N)")
-    elif workloads != "catchup":
+    elif workloads not in ("catchup", "busy"):
         lines += btl_table(results, pairs, "v3")
         lines += btl_table(results, pairs, "v2")
         lines += table(results, pairs, "closed",
@@ -425,6 +466,8 @@ def main():
         lines += [f"![latency spectrum]({plot(results, pairs)})", ""]
     if workloads in ("all", "catchup"):
         lines += catchup_lines(results, pairs)
+    if workloads in ("all", "busy"):
+        lines += busy_lines(results)
     (results / "report.md").write_text("\n".join(lines))
     print("\n".join(lines))
     print(f"report: {results / 'report.md'}")
