@@ -17,7 +17,8 @@
 # windows and index pages against compaction's read-back) per byte served; and the write
 # amplification of the whole run: bytes the two server processes wrote (/proc/PID/io
 # write_bytes: journal, zero-ahead, indexes, checkpoints, sorted copies) per payload byte
-# acked. scripts/busy_reads_report.py writes busy-reads.json, busy-reads.md and
+# acked; and the host's CPU use per phase (/proc/stat each second: the clients run on the
+# bookie's cores here). scripts/busy_reads_report.py writes busy-reads.json, busy-reads.md and
 # busy-reads.png (write p99 and read MB/s per second) into the results dir.
 #
 # BOOKIE=java runs the same scenario on the Java bookie 4.18.2 (DbLedgerStorage, as
@@ -60,8 +61,9 @@ results="$results_root/busy-reads-$bookie-$(date -u +%Y%m%d-%H%M%S)"
 mkdir -p "$results" "${BUSY_DIR:-$root/target}"
 work=$(mktemp -d "${BUSY_DIR:-$root/target}/busy-reads.XXXXXX")
 
-server_pid='' writer_pid='' serve_pid=''
+server_pid='' writer_pid='' serve_pid='' cpu_pid=''
 cleanup() {
+  [[ -n $cpu_pid ]] && kill "$cpu_pid" 2>/dev/null
   [[ -n $writer_pid ]] && kill "$writer_pid" 2>/dev/null
   [[ -n $server_pid ]] && kill -TERM "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
   if [[ -n $serve_pid ]]; then
@@ -235,6 +237,14 @@ for ledgers in "${counts[@]}"; do
   "$release/ringlog-bench" writes --target "127.0.0.1:$port" --ledgers "$ledgers" --rate "$rate" \
     --seconds 3600 --hdr-log "$prefix-writes.hlog" >"$prefix-writes.txt" 2>&1 &
   writer_pid=$!
+  # The host's CPU time each second (/proc/stat's first line): the bookie, its writer and
+  # its reader share this host's cores, so a phase whose CPU is all busy says the clients
+  # and the bookie competed for it, whatever the disk did.
+  while :; do
+    echo "$(date +%s.%N) $(head -n 1 /proc/stat)"
+    sleep 1
+  done >"$prefix-cpu.txt" &
+  cpu_pid=$!
   sleep "$read_delay_s"
   echo "== $ledgers ledgers: one ledger read alone beside the writes"
   catchup_read one
@@ -250,6 +260,9 @@ for ledgers in "${counts[@]}"; do
   kill -TERM "$writer_pid" 2>/dev/null || true
   wait "$writer_pid" 2>/dev/null || true
   writer_pid=''
+  kill "$cpu_pid" 2>/dev/null || true
+  wait "$cpu_pid" 2>/dev/null || true
+  cpu_pid=''
   bookie_stop
   {
     echo "writer_started=$writer_started"

@@ -101,6 +101,38 @@ def read_rate_series(path, started):
     return series
 
 
+def cpu_samples(path):
+    """[(epoch_s, busy_jiffies, total_jiffies)] from the script's /proc/stat samples."""
+    samples = []
+    if not os.path.exists(path):
+        return samples
+    with open(path) as handle:
+        for line in handle:
+            parts = line.split()
+            if len(parts) < 6 or parts[1] != "cpu":
+                continue
+            jiffies = [int(x) for x in parts[2:]]
+            idle = jiffies[3] + (jiffies[4] if len(jiffies) > 4 else 0)
+            samples.append((float(parts[0]), sum(jiffies) - idle, sum(jiffies)))
+    return samples
+
+
+def cpu_busy_percent(samples, begin, end):
+    """The host's CPU busy share between the samples nearest `begin` and `end` (at least one
+    sample apart), or None."""
+    if len(samples) < 2:
+        return None
+    first = min(samples, key=lambda sample: abs(sample[0] - begin))
+    last = min(samples, key=lambda sample: abs(sample[0] - end))
+    if last[0] <= first[0]:
+        later = [sample for sample in samples if sample[0] > first[0]]
+        if not later:
+            return None
+        last = later[0]
+    total = last[2] - first[2]
+    return round(100.0 * (last[1] - first[1]) / total, 1) if total else None
+
+
 def analyse(results, bookie, ledgers):
     prefix = os.path.join(results, f"ledgers{ledgers}")
     run = env_file(prefix + "-run.env")
@@ -123,10 +155,12 @@ def analyse(results, bookie, ledgers):
         "all": (reads["all"]["reading"], float(reads["all"]["ended"])),
         "after_all": (float(reads["all"]["ended"]), intervals[-1][1] if intervals else 0),
     }
+    cpu = cpu_samples(prefix + "-cpu.txt")
     phases = {}
     for name, (begin, end) in bounds.items():
         p99, count = merged_p99_ms(intervals, begin, end, overlapping=name in ("one", "all"))
-        phases[name] = {"seconds": round(end - begin, 1), "writes_p99_ms": p99, "writes": count}
+        phases[name] = {"seconds": round(end - begin, 1), "writes_p99_ms": p99, "writes": count,
+                        "host_cpu_busy_percent": cpu_busy_percent(cpu, begin, end)}
     control = None
     merged = HdrHistogram(1, 3600 * 1000 * 1000, 3)
     for name in ("before", "after_one", "after_all"):
@@ -275,6 +309,8 @@ def markdown(runs, bookie):
                      f"{fmt(run['write_amplification'])} ({run['disk_written_bytes']} bytes "
                      f"written for {run['payload_acked_bytes']} acked); phases: "
                      + ", ".join(f"{k} {v['seconds']} s p99 {fmt(v['writes_p99_ms'])} ms"
+                                 + (f" host CPU {v['host_cpu_busy_percent']}%"
+                                    if v.get("host_cpu_busy_percent") is not None else "")
                                  for k, v in run["phases"].items()))
         missed = [k for k, v in run["targets"].items() if not v["met"]]
         lines.append(f"  targets missed: {', '.join(missed) if missed else 'none'}")

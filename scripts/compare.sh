@@ -69,7 +69,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 release=$(cd "$release" && pwd)
 classpath="$root/interop/target/classes:$(cat "$root/interop/target/classpath.txt")"
 pulsar_classpath=''
-if [[ $workloads != catchup ]]; then
+if [[ $workloads != catchup && $workloads != busy ]]; then
   pulsar_classpath="$root/interop-pulsar/target/classes"
   pulsar_classpath+=":$(cat "$root/interop-pulsar/target/classpath.txt")"
 fi
