@@ -278,6 +278,13 @@ pub struct ShardBlock {
 }
 
 impl ShardBlock {
+    /// The bytes of entries the shard has served to readers, as last published: what other
+    /// shards, which share its disk, read to pause their sorting beside a catch-up read.
+    #[must_use]
+    pub fn read_bytes(&self) -> u64 {
+        self.scalars.read_bytes.load(Ordering::Relaxed)
+    }
+
     /// Publishes `values` (the owning shard only).
     pub fn store(&self, values: &ShardValues) {
         self.scalars.store(&values.scalars);
@@ -343,6 +350,12 @@ impl Metrics {
     #[must_use]
     pub fn shard(&self, shard: usize) -> &ShardBlock {
         &self.shards[shard]
+    }
+
+    /// How many shards publish here.
+    #[must_use]
+    pub fn shards_count(&self) -> usize {
+        self.shards.len()
     }
 
     /// Every shard's last published values, in shard order.
