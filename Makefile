@@ -77,6 +77,7 @@ test: check zk-deps
 	$(MAKE) retention RETENTION_ENTRIES=2000000 RETENTION_SERVER_ARGS="--segment-size 67108864" \
 	  RETENTION_ENFORCE=$(or $(RETENTION_ENFORCE),1)
 	$(MAKE) churn CHURN_SECONDS=60
+	BUSY_LEDGERS=50 BUSY_FILL_S=10 BUSY_CONTROL_S=3 $(MAKE) busy-reads RESULTS_DIR=$(CURDIR)/target/test-results
 	$(MAKE) interop QUICK=true
 	$(MAKE) interop-pulsar QUICK=true
 	$(MAKE) interop-pulsar-tls QUICK=true

@@ -27,6 +27,9 @@
 # Usage: scripts/busy_reads.sh RELEASE_DIR RESULTS_DIR
 # Env: BUSY_LEDGERS ("50 500"), BUSY_RATE (60000), BUSY_FILL_S (60), BUSY_READ_DELAY_S (4),
 #   BUSY_CONTROL_S (10), BUSY_SERVER_ARGS (extra `ringlog serve` flags), BOOKIE (ringlog),
+#   BUSY_READER_NICE (0: the reader's nice level; on a host where the clients share the
+#   bookie's cores, 19 shows how much of the writers' p99 during a read is the reader
+#   client's CPU, which in production runs on another machine),
 #   BUSY_DIR (the parent of the data dirs: target/), BUSY_ENFORCE=1 (fail on a missed target:
 #   one-ledger MB/s, bytes read per byte served, p99 ratio; see the report).
 set -euo pipefail
@@ -36,6 +39,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 release=$(cd "$release" && pwd)
 ledger_counts=${BUSY_LEDGERS:-50 500} rate=${BUSY_RATE:-60000} fill_s=${BUSY_FILL_S:-60}
 read_delay_s=${BUSY_READ_DELAY_S:-4} control_s=${BUSY_CONTROL_S:-10}
+reader_nice=${BUSY_READER_NICE:-0}
 bookie=${BOOKIE:-ringlog}
 read -ra server_args <<<"${BUSY_SERVER_ARGS:-}"
 
@@ -44,6 +48,8 @@ die() {
   exit 1
 }
 read -ra counts <<<"$ledger_counts"
+[[ $reader_nice =~ ^[0-9]+$ && $reader_nice -le 19 ]] ||
+  die "BUSY_READER_NICE must be a nice level 0..19, not '$reader_nice'"
 for value in "${counts[@]}" "$rate" "$fill_s" "$read_delay_s" "$control_s"; do
   [[ $value =~ ^[1-9][0-9]*$ ]] || die "BUSY_LEDGERS and the BUSY_* numbers must be positive integers, not '$value'"
 done
@@ -61,7 +67,7 @@ results="$results_root/busy-reads-$bookie-$(date -u +%Y%m%d-%H%M%S)"
 mkdir -p "$results" "${BUSY_DIR:-$root/target}"
 work=$(mktemp -d "${BUSY_DIR:-$root/target}/busy-reads.XXXXXX")
 
-server_pid='' writer_pid='' serve_pid='' cpu_pid=''
+server_pid='' writer_pid='' serve_pid='' cpu_pid='' read_failures=0
 cleanup() {
   [[ -n $cpu_pid ]] && kill "$cpu_pid" 2>/dev/null
   [[ -n $writer_pid ]] && kill "$writer_pid" 2>/dev/null
@@ -196,10 +202,12 @@ catchup_read() {
   before=$(process_io "$pid")
   counters_before=$(server_counters)
   started=$(date +%s.%N)
-  "$release/ringlog-bench" reads --target "127.0.0.1:$port" --verify-log "$fill_log" \
-    "${flags[@]}" --json "$prefix-read-$kind.json" 2>&1 |
-    while IFS= read -r line; do echo "$(date +%s.%N) $line"; done >"$prefix-read-$kind.txt" ||
+  nice -n "$reader_nice" "$release/ringlog-bench" reads --target "127.0.0.1:$port" \
+    --verify-log "$fill_log" "${flags[@]}" --json "$prefix-read-$kind.json" 2>&1 |
+    while IFS= read -r line; do echo "$(date +%s.%N) $line"; done >"$prefix-read-$kind.txt" || {
     echo "busy-reads: the $kind read failed (see $prefix-read-$kind.txt)" >&2
+    read_failures=$((read_failures + 1))
+  }
   ended=$(date +%s.%N)
   after=$(process_io "$pid")
   counters_after=$(server_counters)
@@ -213,6 +221,7 @@ catchup_read() {
   echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), kernel $(uname -r), $(df -T "$work" | awk 'NR==2 {print $2}') on $(df "$work" | awk 'NR==2 {print $1}')"
   echo "bookie: $bookie; ringlog $(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet || echo '+changes')"
   echo "server args: ${server_args[*]:-defaults}"
+  echo "reader nice level: $reader_nice"
   echo "scenario: rate $rate adds/s of 1 KiB, fill $fill_s s, read $read_delay_s s after the writes restart, controls $control_s s"
 } >"$results/machine.txt"
 cat "$results/machine.txt"
@@ -276,3 +285,6 @@ done
 
 read -ra counts <<<"$ledger_counts"
 python3 "$root/scripts/busy_reads_report.py" "$results" "$bookie" "${counts[@]}"
+# A read that failed (an entry missing, corrupt or unreadable, or the reader's error) fails
+# the run, whatever the rates: `make test` runs a short one for that.
+((read_failures == 0)) || die "$read_failures catch-up reads failed (see $results)"
