@@ -17,7 +17,7 @@ set -euo pipefail
 seconds=${FUZZ_SECONDS:-60}
 parallel=${FUZZ_JOBS:-$(nproc)}
 timeout_seconds=${FUZZ_TIMEOUT:-10}
-read -r -a targets <<<"${FUZZ_TARGETS:-v2_request v3_request v2_response record_decode recovery_scan sealed_open}"
+read -r -a targets <<<"${FUZZ_TARGETS:-v2_request v3_request v2_response record_decode recovery_scan sealed_open tls_after_start}"
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 fuzz_dir="$root/fuzz"

@@ -10,13 +10,14 @@ use std::path::{Path, PathBuf};
 
 type Target = fn(&[u8]);
 
-const TARGETS: [(&str, Target); 6] = [
+const TARGETS: [(&str, Target); 7] = [
     ("v2_request", ringlog_fuzz::v2_request),
     ("v3_request", ringlog_fuzz::v3_request),
     ("v2_response", ringlog_fuzz::v2_response),
     ("record_decode", ringlog_fuzz::record_decode),
     ("recovery_scan", ringlog_fuzz::recovery_scan),
     ("sealed_open", ringlog_fuzz::sealed_open),
+    ("tls_after_start", ringlog_fuzz::tls_after_start),
 ];
 
 /// The committed seeds of `target`, plus the working corpus `scripts/fuzz_smoke.sh` grows in

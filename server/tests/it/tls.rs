@@ -594,6 +594,114 @@ fn a_bad_or_stalled_handshake_closes_only_its_own_connection() {
     assert_eq!(add_code(&mut good, 4, 100), code::EOK);
 }
 
+/// The server's resident memory, from /proc.
+fn rss_bytes(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status
+        .lines()
+        .find(|line| line.starts_with("VmRSS:"))
+        .unwrap();
+    let kib: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    kib * 1024
+}
+
+/// Half-open handshakes held at once (issue 34: as after a broker fleet's restart, or an
+/// attacker's flood).
+const HALF_OPEN: usize = 10_000;
+/// What each may cost the server at most: its connection slot, receive buffer and rustls
+/// session waiting for (the rest of) a ClientHello. Measured at about 26 KiB (2026-12-07).
+const HALF_OPEN_BYTES_MAX: u64 = 64 * 1024;
+
+#[test]
+fn ten_thousand_half_open_handshakes_leave_others_served_and_memory_bounded() {
+    let Some((dir, certs, files)) = tls_test("tls-half-open") else {
+        return;
+    };
+    let flags = tls_flags(
+        &files,
+        &[
+            "--tls-handshake-timeout-ms",
+            "10000",
+            "--connections-max",
+            "12000",
+        ],
+    );
+    let server = Server::start(&dir.0.join("data"), 1, &flags);
+    let mut good = tls_connect(server.address, certs.client("ca", None, false)).unwrap();
+    assert_eq!(add_code(&mut good, 5, 0), code::EOK);
+    let rss_before = rss_bytes(server.pid());
+    // START_TLS answered, then nothing (every other one stops a few bytes into its
+    // ClientHello): each holds a TLS session waiting for its peer.
+    // Opened by 8 threads, as a fleet of clients would: one after another, each a round
+    // trip, took 9 s here.
+    let started = Instant::now();
+    let address = server.address;
+    let half_open: Vec<TcpStream> = std::thread::scope(|scope| {
+        let openers: Vec<_> = (0..8)
+            .map(|opener| {
+                scope.spawn(move || {
+                    (opener..HALF_OPEN)
+                        .step_by(8)
+                        .map(|index| {
+                            let mut stream = start_tls(address);
+                            if index % 2 == 1 {
+                                stream.write_all(&[0x16, 0x03, 0x01, 0x02, 0x00]).unwrap();
+                            }
+                            stream
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        openers
+            .into_iter()
+            .flat_map(|opener| opener.join().unwrap())
+            .collect()
+    });
+    let opened_in = started.elapsed();
+    // The handshake timeout (10 s) counts from each one's START_TLS: all are still open here.
+    assert!(opened_in < Duration::from_millis(8000), "{opened_in:?}");
+    let rss_held = rss_bytes(server.pid());
+    let per_connection = rss_held.saturating_sub(rss_before) / HALF_OPEN as u64;
+    println!(
+        "{HALF_OPEN} half-open handshakes in {opened_in:?}: server RSS {} -> {} MiB, \
+         {per_connection} bytes each",
+        rss_before >> 20,
+        rss_held >> 20
+    );
+    assert!(
+        per_connection <= HALF_OPEN_BYTES_MAX,
+        "{per_connection} bytes per half-open handshake"
+    );
+    // The connection already served goes on being served, at once.
+    let adds = Instant::now();
+    for entry in 1..=100 {
+        assert_eq!(add_code(&mut good, 5, entry), code::EOK);
+    }
+    assert!(
+        adds.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        adds.elapsed()
+    );
+    // All are closed at their timeout (10 s after each one's START_TLS); a new client is
+    // served after.
+    std::thread::sleep(
+        (started + opened_in + Duration::from_millis(11_000))
+            .saturating_duration_since(Instant::now()),
+    );
+    metric_reaches(
+        &server,
+        "ringlog_tls_handshake_timeouts_total",
+        HALF_OPEN as f64,
+    );
+    let mut byte = [0u8; 1];
+    for mut stream in half_open {
+        assert!(matches!(stream.read(&mut byte), Ok(0) | Err(_)));
+    }
+    let mut late = tls_connect(server.address, certs.client("ca", None, true)).unwrap();
+    assert_eq!(add_code(&mut late, 5, 101), code::EOK);
+}
+
 #[test]
 fn rotated_certificates_reach_new_connections_and_open_ones_keep_working() {
     if !uring_available() {
