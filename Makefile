@@ -26,7 +26,7 @@ CHURN_SECONDS ?= 600
 METRICS_PAIRS ?= 3
 METRICS_SECONDS ?= 10
 
-.PHONY: help deps shellcheck-deps zk-deps fuzz-smoke build check test sim crash crash-deletes bench bench-disk bench-journal latency-stages neighbour retention churn interop interop-pulsar interop-pulsar-tls tls-bench disk-full disk-pressure compare compare-catchup compare-pulsar compare-busy metrics-check metrics-overhead busy-reads ci clean
+.PHONY: help deps shellcheck-deps zk-deps fuzz-smoke build check test sim crash crash-deletes bench bench-disk bench-journal latency-stages neighbour retention churn interop interop-pulsar interop-pulsar-tls tls-bench disk-full disk-pressure compare compare-catchup compare-pulsar compare-busy compare-tls metrics-check metrics-overhead busy-reads ci clean
 COMPARE_PAIRS ?= 3
 COMPARE_SECONDS ?= 20
 # The catch-up read workload of `make compare` (issue 15); QUICK=true makes it small.
@@ -189,6 +189,12 @@ compare-pulsar: build
 	cd interop && mvn -B -q compile
 	cd interop-pulsar && mvn -B -q compile
 	COMPARE_WORKLOADS=pulsar scripts/compare.sh $(RELEASE) $(RESULTS_DIR) \
+	  $(or $(PAIRS),$(COMPARE_PAIRS)) $(COMPARE_SECONDS)
+
+## Issue 34: only compare's runs over TLS with client certificates (seed workload closed loop, one outstanding add), Java bookie and ringlog; PAIRS (COMPARE_PAIRS), COMPARE_SECONDS per run.
+compare-tls: build
+	cd interop && mvn -B -q compile
+	COMPARE_WORKLOADS=tls scripts/compare.sh $(RELEASE) $(RESULTS_DIR) \
 	  $(or $(PAIRS),$(COMPARE_PAIRS)) $(COMPARE_SECONDS)
 
 ## Issue 32: only compare's busy-bookie reads: make busy-reads on the Java bookie, then on ringlog (COMPARE_BUSY_LEDGERS "50"), and their ratios in one report.

@@ -46,7 +46,9 @@
 # Usage: scripts/compare.sh RELEASE_DIR RESULTS_DIR [PAIRS=3] [SECONDS=20]
 # Environment: COMPARE_WORKLOADS=all (default) | catchup (only the catch-up workload, `make
 # compare-catchup`) | writes (all but it and busy) | pulsar (only the Pulsar producer
-# benchmark, `make compare-pulsar`) | busy (only the busy-bookie reads, `make compare-busy`:
+# benchmark, `make compare-pulsar`) | tls (only the seed workload and one outstanding add over
+# TLS with client certificates, both bookies, `make compare-tls`) | busy (only the busy-bookie
+# reads, `make compare-busy`:
 # scripts/busy_reads.sh on the Java bookie, then on ringlog, COMPARE_BUSY_LEDGERS "50",
 # once, not per pair: each run is its own A/B, the read against its controls);
 # CATCHUP_GB (4; may be fractional),
@@ -61,15 +63,15 @@ catchup_settle_s=${CATCHUP_SETTLE_S:-180}
 db_ledger_storage=org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage
 catchup_java_conf=${CATCHUP_JAVA_CONF-ledgerStorageClass=$db_ledger_storage}
 case $workloads in
-  all | catchup | writes | pulsar | busy) ;;
-  *) echo "compare: COMPARE_WORKLOADS must be all, catchup, writes, pulsar or busy, not $workloads" >&2
+  all | catchup | writes | pulsar | busy | tls) ;;
+  *) echo "compare: COMPARE_WORKLOADS must be all, catchup, writes, pulsar, busy or tls, not $workloads" >&2
     exit 2 ;;
 esac
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 release=$(cd "$release" && pwd)
 classpath="$root/interop/target/classes:$(cat "$root/interop/target/classpath.txt")"
 pulsar_classpath=''
-if [[ $workloads != catchup && $workloads != busy ]]; then
+if [[ $workloads != catchup && $workloads != busy && $workloads != tls ]]; then
   pulsar_classpath="$root/interop-pulsar/target/classes"
   pulsar_classpath+=":$(cat "$root/interop-pulsar/target/classpath.txt")"
 fi
@@ -147,11 +149,11 @@ serve_wait() {
 # FIFO held open on fd 7, closes, and restarts the bookie on a line RESTART. Sets serve_pid,
 # port and pid (the bookie's).
 serve_start() {
-  local bookie=$1 log=$2 java_conf=${3:-} line
+  local bookie=$1 log=$2 java_conf=${3:-} tls_dir=${4:-} line
   rm -f "$work/serve.in"
   mkfifo "$work/serve.in"
   java -cp "$classpath" -Dbookie="$bookie" -Djava.bookie.conf="$java_conf" "${java_props[@]}" \
-    ringlog.interop.Serve \
+    -Dserve.tls.dir="$tls_dir" ringlog.interop.Serve \
     <"$work/serve.in" >"$log" 2>&1 &
   serve_pid=$!
   exec 7>"$work/serve.in"
@@ -164,6 +166,24 @@ serve_stop() {
   exec 7>&-
   wait "$serve_pid" || true
   serve_pid=''
+}
+
+# One bookie of kind $1 with TLS and client certificates (Serve's -Dserve.tls.dir): the seed
+# workload closed loop and one outstanding add, ringlog-bench over TLS (its client
+# certificate's first role is broker; no role is checked).
+tls_drive() {
+  local bookie=$1 pair=$2 prefix
+  prefix="$results/pair$pair-$bookie-tls"
+  [[ -s $work/certs/ca.pem ]] || "$root/scripts/tls_certs.sh" "$work/certs" >/dev/null
+  serve_start "$bookie" "$prefix-serve.log" '' "$work/certs"
+  echo "== pair $pair, $bookie bookie over TLS on 127.0.0.1:$port (pid $pid)"
+  local target=(--target "127.0.0.1:$port" --entry-size 1024 --tls-ca "$work/certs/ca.pem"
+    --tls-cert "$work/certs/broker.pem" --tls-key "$work/certs/broker.key")
+  "$release/ringlog-bench" writes "${target[@]}" --ledgers 50 --throttle 20000 \
+    --seconds "$seconds" --json "$prefix-closed.json" | tail -n 4
+  "$release/ringlog-bench" writes "${target[@]}" --ledgers 1 --throttle 1 \
+    --seconds "$seconds" --json "$prefix-qd1.json" | tail -n 3
+  serve_stop
 }
 
 # Starts one bookie, drives it with ringlog-bench, stops it.
@@ -325,6 +345,12 @@ echo "== compare: $pairs pairs (java, ringlog), $seconds s per run, workloads $w
 cat "$results/machine.txt"
 for pair in $(seq 1 "$pairs"); do
   [[ $workloads == busy ]] && break
+  if [[ $workloads == all || $workloads == tls ]]; then
+    for bookie in java ringlog; do
+      tls_drive "$bookie" "$pair"
+    done
+  fi
+  [[ $workloads == tls ]] && continue
   java_ops=0
   for bookie in java ringlog; do
     [[ $workloads == catchup ]] && break

@@ -5,7 +5,8 @@ a PNG of the latency percentile spectrum of the closed-loop runs.
 
 With WORKLOADS "catchup" (`make compare-catchup`) only the catch-up read section is written;
 with "busy" (`make compare-busy`) only the busy-bookie reads (scripts/busy_reads.sh's JSON of
-each bookie); with "writes" everything but those two; "all" (the default) every section.
+each bookie); with "tls" (`make compare-tls`) only the runs over TLS; with "writes" everything
+but those three; "all" (the default) every section.
 
 Usage: compare_report.py RESULTS_DIR PAIRS [WORKLOADS]
 """
@@ -449,7 +450,7 @@ def main():
         lines += pulsar_table(results, pairs, "ringlog", "unpinned")
         lines += pulsar_table(results, pairs, "ringlog-pinned",
                               "pinned (bookie N's shard on core N)")
-    elif workloads not in ("catchup", "busy"):
+    elif workloads not in ("catchup", "busy", "tls"):
         lines += btl_table(results, pairs, "v3")
         lines += btl_table(results, pairs, "v2")
         lines += table(results, pairs, "closed",
@@ -466,6 +467,11 @@ def main():
         lines += [f"![latency spectrum]({plot(results, pairs)})", ""]
     if workloads in ("all", "catchup"):
         lines += catchup_lines(results, pairs)
+    if workloads in ("all", "tls"):
+        lines += table(results, pairs, "tls-closed",
+                       "over TLS with client certificates: seed workload, closed loop (v2)", False)
+        lines += table(results, pairs, "tls-qd1",
+                       "over TLS with client certificates: one outstanding add", False)
     if workloads in ("all", "busy"):
         lines += busy_lines(results)
     (results / "report.md").write_text("\n".join(lines))

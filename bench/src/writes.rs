@@ -395,7 +395,7 @@ impl Plan {
             .map_or(String::new(), |entries| format!(" or {entries} adds"));
         format!(
             "writes: {} | {} ledgers (ids {}..={last}) | {} connections | {} threads | \
-             throttle {} | entry {} B | {mode} | {} {} | client busy-poll {} µs | {} s warm-up + \
+             throttle {} | entry {} B | {mode} | {} {}{} | client busy-poll {} µs | {} s warm-up + \
              {} s{until}",
             self.target,
             self.ledger_count,
@@ -412,6 +412,11 @@ impl Plan {
                 "sync"
             } else {
                 "deferred"
+            },
+            if self.tls.is_some() {
+                " over TLS (START_TLS)"
+            } else {
+                ""
             },
             self.busy_poll.as_micros(),
             self.warmup_ns / SECOND_NS,

@@ -7,12 +7,17 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.stream.Stream;
 
 /**
  * `make compare`'s bookie: one fresh cluster (an embedded ZooKeeper and one bookie of
  * -Dbookie, with the same settings as the bench-writes scenario) that stays up until stdin
  * closes, so tools outside this JVM (ringlog-bench) can drive the very same bookie setup.
+ *
+ * <p>With {@code -Dserve.tls.dir=DIR} (certificates made by scripts/tls_certs.sh) the bookie
+ * speaks TLS after START_TLS and requires a client certificate signed by DIR/ca.pem.
  *
  * <p>Prints {@code READY <bookie port> <bookie pid> <zookeeper connect string>} once the bookie
  * is registered, and {@code USAGE cpu_s=<seconds> rss_peak_kib=<KiB>} of the bookie process
@@ -34,7 +39,15 @@ final class Serve {
         Files.createDirectories(options.baseDir());
         Path dir = Files.createTempDirectory(options.baseDir(), "ringlog-serve-");
         int status = 0;
-        try (Cluster cluster = Cluster.start(options, dir, 1, BenchWrites.JAVA_BOOKIE_SETTINGS)) {
+        // -Dserve.tls.dir=DIR (certificates of scripts/tls_certs.sh): the bookie speaks TLS
+        // with client authentication, the same settings for both kinds (Tls.bookieSettings).
+        Map<String, String> settings = new LinkedHashMap<>(BenchWrites.JAVA_BOOKIE_SETTINGS);
+        String tlsDir = System.getProperty("serve.tls.dir", "");
+        if (!tlsDir.isEmpty()) {
+            settings.putAll(Tls.bookieSettings(new Tls.Certificates(Path.of(tlsDir)), false,
+                    false, null));
+        }
+        try (Cluster cluster = Cluster.start(options, dir, 1, settings)) {
             Bookie bookie = cluster.bookies.get(0);
             System.out.println("READY " + bookie.port + " " + bookie.pid() + " "
                     + cluster.zk.connectString());
