@@ -232,7 +232,7 @@ fn drain(
         let (token, ok) = match event {
             Event::Durable { token } | Event::Written { token } => (token, true),
             Event::Failed { token } => (token, false),
-            Event::ReadDone { .. } => continue,
+            Event::ReadDone { .. } | Event::Damage(_) => continue,
         };
         state.outstanding -= 1;
         let started = state.started[token as usize & mask]

@@ -8,7 +8,11 @@
 //! Header sector: `0 magic "RLGC" | 4 version u8 | 5..8 zero | 8 resume segment u32 |
 //!  12 crc_header of the last record before it u32 | 16 sequence of its first record u64 |
 //!  24 ledger count u32 | 28 CRC32C of the ledger table u32 | 32 generation u64 |
-//!  40 tombstone count u32 | 44 CRC32C of the tombstone table u32 | 48 CRC32C of bytes 0..48`.
+//!  40 tombstone count u32 | 44 CRC32C of the tombstone table u32 | 48 CRC32C of bytes 0..48 |
+//!  52 flags u32 (bit 0: scrub position present) | 56 scrub next segment u32 |
+//!  60 scrub cycle start u32 | 64 scrub cycles completed u64 | 72 CRC32C of bytes 52..72`
+//!  (version 2). Version 1, written before the scrubber existed, ends at 52 (no scrub
+//!  position); it is still read.
 //! The ledger table follows at byte 4096, sorted by ledger id, `LEDGER_RECORD_SIZE` bytes each
 //! (see `encode_ledger`), then, from the next sector boundary, the tombstone table: deleted
 //! ledgers, `TOMBSTONE_SIZE` bytes each, sorted by id (see `encode_tombstone`).
@@ -21,7 +25,9 @@ use crate::stdx::{align_up, le_i64, le_u32 as u32_at, le_u64 as u64_at, to_u64};
 /// `RLGC` read as a little-endian u32.
 pub const CHECKPOINT_MAGIC: u32 = u32::from_le_bytes(*b"RLGC");
 /// Current checkpoint format version.
-pub const CHECKPOINT_VERSION: u8 = 1;
+pub const CHECKPOINT_VERSION: u8 = 2;
+/// The version before the scrub position, still read.
+pub const CHECKPOINT_VERSION_V1: u8 = 1;
 /// Bytes of one ledger's state in the ledger table.
 pub const LEDGER_RECORD_SIZE: usize = 80;
 /// Byte offset of the ledger table.
@@ -31,6 +37,24 @@ pub const TOMBSTONE_SIZE: usize = 16;
 
 const FLAG_FENCED: u8 = 1;
 const FLAG_EXPLICIT_LAC: u8 = 2;
+/// Header flags (version 2): the scrub position at 56..72 is present.
+const HEADER_FLAG_SCRUB: u32 = 1;
+/// The version-2 section after the version-1 header: flags, scrub position, its CRC32C.
+const SCRUB_SECTION: std::ops::Range<usize> = 52..72;
+const SCRUB_CHECKSUM_AT: usize = 72;
+
+/// Where the scrubber is (docs/format.md, "Checkpoint"): it resumes at `segment_next` after a
+/// restart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScrubPosition {
+    /// The sealed segment the scrubber checks next (it restarts that segment from its start).
+    pub segment_next: SegmentId,
+    /// The segment the current cycle started at: the cycle is complete when the scrubber comes
+    /// back to it.
+    pub cycle_start: SegmentId,
+    /// Full cycles completed since the journal was created.
+    pub cycles_completed: u64,
+}
 
 /// The header of a checkpoint.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,6 +75,9 @@ pub struct CheckpointHeader {
     pub tombstone_count: u32,
     /// CRC32C of the tombstone table.
     pub checksum_tombstones: u32,
+    /// The scrubber's position when the checkpoint was written (`None`: none yet, or a
+    /// version-1 checkpoint).
+    pub scrub: Option<ScrubPosition>,
 }
 
 /// A deleted ledger: its records are skipped wherever they are still found (sealed indexes,
@@ -122,11 +149,32 @@ pub fn encode_header(sector: &mut [u8], header: &CheckpointHeader) {
     sector[44..48].copy_from_slice(&header.checksum_tombstones.to_le_bytes());
     let checksum = crc32c::crc32c(&sector[0..48]);
     sector[48..52].copy_from_slice(&checksum.to_le_bytes());
+    if let Some(scrub) = header.scrub {
+        sector[52..56].copy_from_slice(&HEADER_FLAG_SCRUB.to_le_bytes());
+        sector[56..60].copy_from_slice(&scrub.segment_next.0.to_le_bytes());
+        sector[60..64].copy_from_slice(&scrub.cycle_start.0.to_le_bytes());
+        sector[64..72].copy_from_slice(&scrub.cycles_completed.to_le_bytes());
+    }
+    let checksum = crc32c::crc32c(&sector[SCRUB_SECTION]);
+    sector[SCRUB_CHECKSUM_AT..SCRUB_CHECKSUM_AT + 4].copy_from_slice(&checksum.to_le_bytes());
 }
 
-/// Decodes and verifies a checkpoint header; `file_size` must match its ledger count.
+/// Decodes and verifies a checkpoint header (version 2, or 1 without a scrub position);
+/// `file_size` must match its ledger count.
 pub fn decode_header(sector: &[u8], file_size: u64) -> Result<CheckpointHeader, FileFormatError> {
-    crate::index_file::header_verify(sector, CHECKPOINT_MAGIC, CHECKPOINT_VERSION, 48)?;
+    // Bytes 0..52 are the same in both versions; version 1 ignores the rest.
+    let version_1 = sector.get(4) == Some(&CHECKPOINT_VERSION_V1);
+    let version = if version_1 {
+        CHECKPOINT_VERSION_V1
+    } else {
+        CHECKPOINT_VERSION
+    };
+    crate::index_file::header_verify(sector, CHECKPOINT_MAGIC, version, 48)?;
+    let scrub = if version_1 {
+        None
+    } else {
+        scrub_decode(sector)?
+    };
     let header = CheckpointHeader {
         resume_segment: SegmentId(u32_at(sector, 8)),
         checksum_previous: u32_at(sector, 12),
@@ -136,12 +184,35 @@ pub fn decode_header(sector: &[u8], file_size: u64) -> Result<CheckpointHeader, 
         generation: u64_at(sector, 32),
         tombstone_count: u32_at(sector, 40),
         checksum_tombstones: u32_at(sector, 44),
+        scrub,
     };
     let size = self::file_size(header.ledger_count, header.tombstone_count);
     if file_size != size || header.sequence_next.0 == 0 {
         return Err(FileFormatError::Identity);
     }
     Ok(header)
+}
+
+/// The version-2 section of a header whose bytes 0..52 verified: its checksum, then flags.
+fn scrub_decode(sector: &[u8]) -> Result<Option<ScrubPosition>, FileFormatError> {
+    let section = sector.get(SCRUB_SECTION).ok_or(FileFormatError::Magic)?;
+    let stored = sector
+        .get(SCRUB_CHECKSUM_AT..SCRUB_CHECKSUM_AT + 4)
+        .ok_or(FileFormatError::Magic)?;
+    if crc32c::crc32c(section).to_le_bytes() != stored {
+        return Err(FileFormatError::Checksum);
+    }
+    let flags = u32_at(sector, 52);
+    if flags & !HEADER_FLAG_SCRUB != 0 {
+        // A checksummed flag this version does not define: written by a bug, not by a newer
+        // format (that would have a newer version number).
+        return Err(FileFormatError::Identity);
+    }
+    Ok((flags & HEADER_FLAG_SCRUB != 0).then(|| ScrubPosition {
+        segment_next: SegmentId(u32_at(sector, 56)),
+        cycle_start: SegmentId(u32_at(sector, 60)),
+        cycles_completed: u64_at(sector, 64),
+    }))
 }
 
 /// Writes one ledger's state into its `LEDGER_RECORD_SIZE` bytes:

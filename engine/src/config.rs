@@ -7,8 +7,9 @@ use crate::constants::{
     DISK_PRESSURE_PERCENT_MAX, DISK_RESERVE_DEFAULT, DISK_RESERVE_MAX, INDEX_CACHE_PAGES_DEFAULT,
     INDEX_CACHE_PAGES_MAX, READS_IN_FLIGHT_MAX, READ_AHEAD_WINDOWS_DEFAULT, READ_AHEAD_WINDOWS_MAX,
     READ_CACHE_BUFFERS_DEFAULT, READ_CACHE_BUFFERS_MAX, READ_PACE_PERCENT_DEFAULT,
-    READ_PACE_PERCENT_MAX, RECORD_SIZE_MAX, SECTOR_SIZE, SEGMENT_RECYCLE_BYTES_DEFAULT,
-    SEGMENT_RECYCLE_MAX, SEGMENT_SIZE_DEFAULT, SEGMENT_SIZE_MAX, SEGMENT_SIZE_MIN,
+    READ_PACE_PERCENT_MAX, RECORD_SIZE_MAX, SCRUB_CYCLE_MS_DEFAULT, SCRUB_RATE_MAX_DEFAULT,
+    SECTOR_SIZE, SEGMENT_RECYCLE_BYTES_DEFAULT, SEGMENT_RECYCLE_MAX, SEGMENT_SIZE_DEFAULT,
+    SEGMENT_SIZE_MAX, SEGMENT_SIZE_MIN,
 };
 
 /// How a commit is made durable.
@@ -102,6 +103,15 @@ pub struct Config {
     /// sort segments batch by batch. Default and bound: 64 MiB (`COMPACTION_BUFFER_SIZE`);
     /// at least the largest record and a sector (about 5 MiB), a whole number of sectors.
     pub compaction_buffer_size: usize,
+    /// The scrubber's highest read rate, bytes a second (docs/scrub.md); 0 turns the scrubber
+    /// off. Default: `SCRUB_RATE_MAX_DEFAULT` (4 MiB/s).
+    pub scrub_rate_max: u64,
+    /// How long a full scrub cycle should take: the scrubber reads the sealed bytes over this
+    /// time, up to `scrub_rate_max`. Default: one week.
+    pub scrub_cycle_ms: u64,
+    /// Picks the segment a journal's first scrub cycle starts at (the server draws it at
+    /// random; tests fix it).
+    pub scrub_seed: u64,
 }
 
 /// Default: no zero-fill. Measured here (docs/durability.md): zero-filling a 1 GiB segment
@@ -140,6 +150,9 @@ impl Default for Config {
             read_pace_percent: READ_PACE_PERCENT_DEFAULT,
             sort_sealed: true,
             compaction_buffer_size: COMPACTION_BUFFER_SIZE,
+            scrub_rate_max: SCRUB_RATE_MAX_DEFAULT,
+            scrub_cycle_ms: SCRUB_CYCLE_MS_DEFAULT,
+            scrub_seed: 0,
         }
     }
 }
@@ -246,6 +259,12 @@ impl Config {
             return Err(ConfigError {
                 field: "compaction_buffer_size",
                 expected: "the largest record and a sector ..= 67108864, a multiple of 4096",
+            });
+        }
+        if self.scrub_cycle_ms == 0 {
+            return Err(ConfigError {
+                field: "scrub_cycle_ms",
+                expected: "at least 1",
             });
         }
         Ok(())

@@ -264,3 +264,29 @@ const _: () = assert!(ZERO_AHEAD_WINDOW_MAX % SECTOR_SIZE as u64 == 0);
 const _: () = assert!(ZERO_AHEAD_WINDOW_MAX >= ZERO_CHUNK_SIZE as u64);
 // Even the smallest segment's zero-ahead chunk is at least one sector.
 const _: () = assert!(SEGMENT_SIZE_MIN / ZERO_AHEAD_CHUNKS_PER_SEGMENT_MIN >= SECTOR_SIZE as u64);
+
+/// The scrubber's reads (docs/scrub.md): 1 MiB at a time, more only for a record larger than
+/// that.
+pub const SCRUB_READ_SIZE: usize = 1024 * 1024;
+/// The scrubber's one buffer: the largest record and a sector (a record is checked whole), or
+/// one read if that is more.
+pub const SCRUB_BUFFER_SIZE: usize = if READ_BUFFER_SIZE > SCRUB_READ_SIZE {
+    READ_BUFFER_SIZE
+} else {
+    SCRUB_READ_SIZE
+};
+/// Default of `Config::scrub_rate_max` (`--scrub-rate-mib`): 4 MiB/s a shard, a few percent
+/// of this host's disk, and a full 4 TB disk of two shards in under a week.
+pub const SCRUB_RATE_MAX_DEFAULT: u64 = 4 * 1024 * 1024;
+/// Default of `Config::scrub_cycle_ms` (`--scrub-cycle-hours`): one week.
+pub const SCRUB_CYCLE_MS_DEFAULT: u64 = 168 * 3600 * 1000;
+/// The scrubber asks for a checkpoint (which carries its position) after this many segments
+/// checked, if sealing wrote none meanwhile: a restart checks at most this many again.
+pub const SCRUB_CHECKPOINT_SEGMENTS: u32 = 16;
+/// `Event::Damage` reports at most this many findings per scrub read (a segment of garbage
+/// would otherwise flood the log); the counters count them all.
+pub const SCRUB_DAMAGE_EVENTS_PER_READ_MAX: usize = 16;
+
+const _: () = assert!(SCRUB_READ_SIZE % SECTOR_SIZE == 0);
+const _: () = assert!(SCRUB_BUFFER_SIZE % SECTOR_SIZE == 0);
+const _: () = assert!(SCRUB_BUFFER_SIZE >= RECORD_SIZE_MAX + SECTOR_SIZE);

@@ -5,7 +5,7 @@
 //! through one bounded buffer without copying the slot table into memory first
 //! (`journal/seal.rs` asynchronously, `recovery/sealed.rs` blocking at open).
 
-use crate::checkpoint::{self, CheckpointHeader, LedgerState, Tombstone};
+use crate::checkpoint::{self, CheckpointHeader, LedgerState, ScrubPosition, Tombstone};
 use crate::constants::SECTOR_SIZE;
 use crate::ids::{EntryId, SegmentId, Sequence};
 use crate::index::{Index, OpenSlot};
@@ -251,7 +251,8 @@ fn open_slot(base: i64, slots: &[OpenSlot], entry: EntryId) -> Option<OpenSlot> 
     slots.get(offset).copied().filter(OpenSlot::is_held)
 }
 
-/// The checkpoint's whole content: header sector and every ledger's state, sorted by id.
+/// The checkpoint's whole content: header sector (with the scrubber's position `scrub`) and
+/// every ledger's state, sorted by id.
 #[must_use]
 pub fn checkpoint_bytes(
     index: &Index,
@@ -259,6 +260,7 @@ pub fn checkpoint_bytes(
     sequence_next: Sequence,
     checksum_previous: u32,
     generation: u64,
+    scrub: Option<ScrubPosition>,
 ) -> Vec<u8> {
     let mut ledgers: Vec<_> = index.ledgers().collect();
     ledgers.sort_unstable();
@@ -311,6 +313,7 @@ pub fn checkpoint_bytes(
         generation,
         tombstone_count,
         checksum_tombstones,
+        scrub,
     };
     checkpoint::encode_header(&mut bytes[..SECTOR_SIZE], &header);
     bytes

@@ -31,6 +31,7 @@ pub mod journal;
 pub mod record;
 mod recovery;
 pub mod segment;
+pub mod segment_check;
 pub mod stdx;
 // The one module allowed `unsafe`: memory shared with the kernel and raw system calls.
 #[allow(unsafe_code)]

@@ -10,7 +10,7 @@
 //! at the next sector boundary.
 
 use self::sealed::CheckpointLoad;
-use crate::checkpoint::Resume;
+use crate::checkpoint::{Resume, ScrubPosition};
 use crate::config::Config;
 use crate::constants::{
     BATCH_BYTES_MAX, COMMITS_IN_FLIGHT_MAX, RECORD_ALIGNMENT, RECORD_HEADER_SIZE,
@@ -109,6 +109,8 @@ pub(crate) struct Recovered {
     pub active_sequence_first: Sequence,
     /// What the checkpoint on disk covers.
     pub resume: Resume,
+    /// The scrubber's position in the checkpoint (`None` without one, or from version 1).
+    pub scrub: Option<ScrubPosition>,
     /// Segments scanned completely that are not sealed yet, oldest first.
     pub seal_queue: Vec<SegmentSpan>,
     pub report: OpenReport,
@@ -181,6 +183,7 @@ pub(crate) fn recover<D: Disk>(
                 checksum_previous: 0,
                 generation: 0,
             },
+            scrub: None,
             seal_queue: Vec::new(),
             report: OpenReport::default(),
         });
@@ -214,6 +217,7 @@ pub(crate) fn recover<D: Disk>(
         checksum_previous: 0,
         generation: 0,
     };
+    let mut scrub = None;
     let loaded = if has_checkpoint {
         sealed::checkpoint_load(&mut window)?
     } else {
@@ -229,6 +233,7 @@ pub(crate) fn recover<D: Disk>(
                 checksum_previous: header.checksum_previous,
                 generation: header.generation,
             };
+            scrub = header.scrub;
             report.checkpoint = Some((header.generation, header.resume_segment));
             first = segments.partition_point(|&segment| segment < header.resume_segment);
             if segments.get(first) != Some(&header.resume_segment) {
@@ -294,6 +299,7 @@ pub(crate) fn recover<D: Disk>(
         torn_tail_truncated: truncated,
         active_sequence_first: scan.segment_sequence_first.unwrap_or(sequence_next),
         resume,
+        scrub,
         seal_queue: scan.spans,
         report,
     })

@@ -13,6 +13,7 @@ mod read_pace;
 mod record;
 mod recovery;
 mod recycle;
+mod scrub;
 mod sealed;
 mod sim_disk;
 mod simulation;

@@ -144,6 +144,9 @@ fn checkpoint_repair(bytes: &mut [u8]) {
     }
     let checksum = crc32c::crc32c(&bytes[0..48]);
     bytes[48..52].copy_from_slice(&checksum.to_le_bytes());
+    // Version 2's scrub section has its own checksum.
+    let checksum = crc32c::crc32c(&bytes[52..72]);
+    bytes[72..76].copy_from_slice(&checksum.to_le_bytes());
 }
 
 /// The fuzz target. See the module docs.

@@ -443,7 +443,8 @@ pub fn summary_line(report: &ShardReport) -> String {
          segments_removed={} segment_bytes_removed={} segments_recycled={} zero_ahead_bytes={} \
          compactions_done={} compactions_sorting={} compactions_sorting_dropped={} \
          compaction_bytes_written={} compaction_bytes_read={} compaction_bytes_freed={} compaction_failures={} \
-         compaction_refusals={}",
+         compaction_refusals={} scrub_bytes={} scrub_segments={} scrub_cycles={} \
+         scrub_damage_records={} scrub_damage_index={}",
         report.id,
         report.core,
         stats.connections_accepted,
@@ -508,5 +509,10 @@ pub fn summary_line(report: &ShardReport) -> String {
         journal.compaction_bytes_freed,
         journal.compaction_failures,
         journal.compaction_refusals,
+        journal.scrub_bytes,
+        journal.scrub_segments,
+        journal.scrub_cycles_completed,
+        journal.scrub_damage_records,
+        journal.scrub_damage_index,
     )
 }

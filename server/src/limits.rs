@@ -291,6 +291,16 @@ pub const SORT_TRAFFIC_MAX_MIB_DEFAULT: u64 = 96;
 pub const SORT_QUIET_TICKS: u32 = 10;
 /// Largest `--sort-traffic-max-mib`: at this rate sorting never pauses.
 pub const SORT_TRAFFIC_MAX_MIB_MAX: u64 = 4096;
+/// Default `--scrub-rate-mib`: engine's `SCRUB_RATE_MAX_DEFAULT` (docs/scrub.md).
+pub const SCRUB_RATE_MIB_DEFAULT: u64 = engine::constants::SCRUB_RATE_MAX_DEFAULT / (1024 * 1024);
+/// Largest `--scrub-rate-mib`.
+pub const SCRUB_RATE_MIB_MAX: u64 = 1024;
+/// Default `--scrub-cycle-hours`: one week, as `SCRUB_CYCLE_MS_DEFAULT`.
+pub const SCRUB_CYCLE_HOURS_DEFAULT: f64 = 168.0;
+/// Shortest `--scrub-cycle-hours` (0.36 s: for tests).
+pub const SCRUB_CYCLE_HOURS_MIN: f64 = 0.0001;
+/// Longest `--scrub-cycle-hours`: a year.
+pub const SCRUB_CYCLE_HOURS_MAX: f64 = 8760.0;
 /// Default `--read-pace-commit-us`: reads are paced over a tick whose commits took longer
 /// than 1 ms on average. Here a 64 KiB commit takes about 0.15 ms and a 1 MiB one 0.4 ms with
 /// the disk to itself (shared/docs/disk-floor.md); a closed-loop writer that saturates the

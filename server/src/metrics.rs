@@ -203,6 +203,22 @@ shard_scalars! {
     compaction_failures,
     /// Bytes compaction read back (slot pages and the records it copies).
     compaction_bytes_read,
+    /// The scrubber (docs/scrub.md): bytes read back, segments checked, full cycles, damage
+    /// found in records (and segment headers) and in index files, reads that failed.
+    scrub_bytes,
+    scrub_segments,
+    scrub_cycles_completed,
+    scrub_damage_records,
+    scrub_damage_index,
+    scrub_read_failures,
+    /// The scrubber's position and pace (gauges, for `/api/v1/bookie/scrub`): the segment it
+    /// checks next, the first segment of its cycle, the segment being checked plus one (0:
+    /// none), and this cycle's rate in bytes a second; 1 while it is on.
+    scrub_enabled,
+    scrub_segment_next,
+    scrub_cycle_start,
+    scrub_segment_current_plus_one,
+    scrub_rate_bytes_per_s,
     /// Reads served from memory and from disk (alone, or through a read-ahead window), the
     /// windows read, and the reads that waited for the read pace.
     reads_cached,

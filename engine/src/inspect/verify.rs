@@ -8,13 +8,16 @@
 //! segment on, recovery decides (docs/format.md, "Recovery rules").
 
 use super::walk::{SegmentWalk, WalkBad, WalkEnd, WalkError, WalkStep};
-use super::{index_page_read, journal_view, JournalView};
+use super::{journal_view, JournalView};
 use crate::checkpoint;
 use crate::constants::SECTOR_SIZE;
 use crate::error::OpenError;
-use crate::ids::{FileId, Location, SegmentId, Sequence};
+use crate::ids::{FileId, LedgerId, Location, SegmentId, Sequence};
 use crate::index_file::{self, FileFormatError, IndexHeader, RUN_TABLE_OFFSET};
 use crate::record::RecordError;
+use crate::segment_check::{
+    index_header_check, index_page_check, index_runs_check, ChainCheck, Damage, Found, RunsHeld,
+};
 use crate::stdx::{to_u64, to_usize};
 use std::fs::File;
 use std::io;
@@ -54,6 +57,8 @@ pub enum Finding {
         generation: u64,
         /// The first segment it does not cover.
         resume: SegmentId,
+        /// The scrubber's position it carries, if any.
+        scrub: Option<checkpoint::ScrubPosition>,
     },
     /// Recovery's scan of the tail passed: appends would go on at `append_at`.
     TailOk {
@@ -152,8 +157,13 @@ pub fn verify(directory: &Path) -> Vec<Finding> {
         Ok(view) => view.segments.clone(),
         Err(_) => segments_list(directory, &mut findings),
     };
+    // A deleted ledger's runs may be holes in an index sealed while it was deleted.
+    let deleted = |ledger| {
+        view.as_ref()
+            .is_ok_and(|view| view.index.is_deleted(ledger))
+    };
     for &segment in segments.iter().filter(|&&segment| Some(segment) < resume) {
-        sealed_check(directory, segment, &mut findings);
+        sealed_check(directory, segment, &deleted, &mut findings);
     }
     match view {
         Ok(view) => tail_findings(view, &mut findings),
@@ -262,6 +272,7 @@ fn checkpoint_check(directory: &Path, findings: &mut Vec<Finding>) -> Option<Seg
             findings.push(Finding::CheckpointOk {
                 generation: header.generation,
                 resume: header.resume_segment,
+                scrub: header.scrub,
             });
             Some(header.resume_segment)
         }
@@ -274,7 +285,12 @@ fn checkpoint_check(directory: &Path, findings: &mut Vec<Finding>) -> Option<Seg
 
 /// Checks sealed segment `segment`: its index file, then every record up to the end of its
 /// data.
-fn sealed_check(directory: &Path, segment: SegmentId, findings: &mut Vec<Finding>) {
+fn sealed_check(
+    directory: &Path,
+    segment: SegmentId,
+    deleted: &dyn Fn(LedgerId) -> bool,
+    findings: &mut Vec<Finding>,
+) {
     let segment_file = FileId::Segment(segment);
     let mut walk = match SegmentWalk::open(&directory.join(segment_file.to_string()), segment) {
         Ok(walk) => walk,
@@ -283,7 +299,7 @@ fn sealed_check(directory: &Path, segment: SegmentId, findings: &mut Vec<Finding
             return;
         }
     };
-    let index = index_check(directory, segment, &walk, findings);
+    let index = index_check(directory, segment, &walk, deleted, findings);
     match records_check(&mut walk, index.as_ref()) {
         Ok(Ok((records, data_end))) => findings.push(Finding::SegmentOk {
             segment,
@@ -304,9 +320,7 @@ fn records_check(
     index: Option<&IndexHeader>,
 ) -> io::Result<RecordsChecked> {
     let data_end = index.map(|header| header.data_end);
-    let mut records = 0u64;
-    let mut last: Option<(Sequence, u32)> = None;
-    let mut first: Option<Sequence> = None;
+    let mut chain = ChainCheck::default();
     let end = loop {
         let record = match walk.next_step()? {
             WalkStep::Record(record) => record,
@@ -317,23 +331,9 @@ fn records_check(
                 position: record.position,
             };
         }
-        let at = Some(record.position.0);
-        if let Err(error) = record.payload {
-            return Ok(Err((at, ProblemReason::Payload(error))));
+        if let Err(found) = chain.record(&record) {
+            return Ok(Err(found_problem(found)));
         }
-        if let Some((sequence, checksum)) = last {
-            let expected = Sequence(sequence.0 + 1);
-            if record.header.sequence != expected {
-                let found = record.header.sequence;
-                return Ok(Err((at, ProblemReason::Sequence { expected, found })));
-            }
-            if record.header.checksum_previous != checksum {
-                return Ok(Err((at, ProblemReason::Chain)));
-            }
-        }
-        first.get_or_insert(record.header.sequence);
-        last = Some((record.header.sequence, record.checksum_header));
-        records += 1;
     };
     let found = match end {
         WalkEnd::Clean { position } => position.0,
@@ -349,38 +349,16 @@ fn records_check(
         }
     };
     let Some(index) = index else {
-        return Ok(Ok((records, found)));
+        return Ok(Ok((chain.records, found)));
     };
-    Ok(index_agrees(index, found, first, last).map(|()| (records, index.data_end)))
+    Ok(chain
+        .index_agrees(index, found)
+        .map(|()| (chain.records, index.data_end))
+        .map_err(found_problem))
 }
 
-/// The walk's end and first and last record against what the index records.
-fn index_agrees(
-    index: &IndexHeader,
-    found: u64,
-    first: Option<Sequence>,
-    last: Option<(Sequence, u32)>,
-) -> Result<(), (Option<u64>, ProblemReason)> {
-    if found < index.data_end {
-        let data_end = index.data_end;
-        let reason = ProblemReason::DataEnd {
-            index: data_end,
-            found,
-        };
-        return Err((Some(found), reason));
-    }
-    let agrees = match (first, last) {
-        (Some(first), Some((sequence_last, checksum_last))) => {
-            first == index.sequence_first
-                && sequence_last == index.sequence_last
-                && checksum_last == index.checksum_last
-        }
-        _ => true,
-    };
-    if !agrees {
-        return Err((None, ProblemReason::IndexDisagrees));
-    }
-    Ok(())
+fn found_problem((position, damage): Found) -> (Option<u64>, ProblemReason) {
+    (position, ProblemReason::from(damage))
 }
 
 /// Checks sealed segment `segment`'s index file; returns its header when it verifies.
@@ -388,6 +366,7 @@ fn index_check(
     directory: &Path,
     segment: SegmentId,
     walk: &SegmentWalk,
+    deleted: &dyn Fn(LedgerId) -> bool,
     findings: &mut Vec<Finding>,
 ) -> Option<IndexHeader> {
     let file_id = FileId::Index(segment);
@@ -399,7 +378,7 @@ fn index_check(
             return None;
         }
     };
-    match index_file_check(&file, segment, walk) {
+    match index_file_check(&file, segment, walk, deleted) {
         Ok(Ok((header, pages))) => {
             findings.push(Finding::IndexOk {
                 segment,
@@ -425,66 +404,58 @@ fn index_file_check(
     file: &File,
     segment: SegmentId,
     walk: &SegmentWalk,
+    deleted: &dyn Fn(LedgerId) -> bool,
 ) -> io::Result<IndexChecked> {
     let size = file.metadata()?.len();
     let mut sector = vec![0u8; SECTOR_SIZE];
-    if size < RUN_TABLE_OFFSET {
-        return Ok(Err((
-            None,
-            ProblemReason::IndexFile(FileFormatError::Magic),
-        )));
+    if size >= RUN_TABLE_OFFSET {
+        file.read_exact_at(&mut sector, 0)?;
     }
-    file.read_exact_at(&mut sector, 0)?;
-    let header = match index_file::decode_header(&sector, segment, size) {
-        Ok(header) => header,
-        Err(error) => return Ok(Err((Some(0), ProblemReason::IndexFile(error)))),
-    };
     let generation = walk.header().generation;
-    if header.generation != generation {
-        let reason = ProblemReason::IndexGeneration {
-            index: header.generation,
-            segment: generation,
-        };
-        return Ok(Err((Some(0), reason)));
-    }
-    if header.data_end > walk.file_size() {
-        return Ok(Err((Some(48), ProblemReason::IndexSlots)));
-    }
+    let header = match index_header_check(&sector, segment, size, generation, walk.file_size()) {
+        Ok(header) => header,
+        Err(found) => return Ok(Err(found_problem(found))),
+    };
     let table_offset = index_file::slot_table_offset(header.run_count);
     let mut table = vec![0u8; to_usize(table_offset - RUN_TABLE_OFFSET)];
     file.read_exact_at(&mut table, RUN_TABLE_OFFSET)?;
-    let runs = match index_file::decode_runs(&table, &header) {
-        Ok(runs) => runs,
-        Err(error) => {
-            return Ok(Err((
-                Some(RUN_TABLE_OFFSET),
-                ProblemReason::IndexFile(error),
-            )));
-        }
+    let held_expected = match index_runs_check(&table, &header) {
+        Ok(runs) => RunsHeld::new(&runs, deleted),
+        Err(found) => return Ok(Err(found_problem(found))),
     };
-    let held_expected: u64 = runs.iter().map(|run| u64::from(run.entries)).sum();
     let mut held = 0u64;
     let pages = index_file::page_count(header.slot_count);
     for page in 0..pages {
-        if !index_page_read(file, table_offset, page, &mut sector)? {
-            let position = table_offset + page * to_u64(SECTOR_SIZE);
-            return Ok(Err((Some(position), ProblemReason::IndexPage { page })));
-        }
-        for index in 0..index_file::PAGE_SLOTS {
-            let Some((position, payload_size)) = index_file::page_slot(&sector, index) else {
-                continue;
-            };
-            let end = u64::from(position) + u64::from(payload_size);
-            let slot = page * to_u64(index_file::PAGE_SLOTS) + to_u64(index);
-            if slot >= header.slot_count || end > header.data_end || position < 4096 {
-                let at = table_offset + page * to_u64(SECTOR_SIZE);
-                return Ok(Err((Some(at), ProblemReason::IndexSlots)));
-            }
-            held += 1;
+        file.read_exact_at(&mut sector, table_offset + page * to_u64(SECTOR_SIZE))?;
+        match index_page_check(&sector, page, &header, &held_expected) {
+            Ok(count) => held += count,
+            Err(found) => return Ok(Err(found_problem(found))),
         }
     }
-    if held != held_expected {
+    if held != held_expected.expected {
         return Ok(Err((None, ProblemReason::IndexSlots)));
     }
     Ok(Ok((header, pages)))
+}
+
+impl From<Damage> for ProblemReason {
+    fn from(damage: Damage) -> Self {
+        match damage {
+            Damage::SegmentHeader => ProblemReason::Segment(WalkError::Header(
+                crate::segment::SegmentHeaderError::Invalid,
+            )),
+            Damage::Record(bad) => ProblemReason::Record(bad),
+            Damage::Payload(error) => ProblemReason::Payload(error),
+            Damage::Sequence { expected, found } => ProblemReason::Sequence { expected, found },
+            Damage::Chain => ProblemReason::Chain,
+            Damage::DataEnd { index, found } => ProblemReason::DataEnd { index, found },
+            Damage::IndexDisagrees => ProblemReason::IndexDisagrees,
+            Damage::IndexFile(error) => ProblemReason::IndexFile(error),
+            Damage::IndexGeneration { index, segment } => {
+                ProblemReason::IndexGeneration { index, segment }
+            }
+            Damage::IndexPage { page } => ProblemReason::IndexPage { page },
+            Damage::IndexSlots => ProblemReason::IndexSlots,
+        }
+    }
 }

@@ -205,6 +205,11 @@ impl Compaction {
     }
 
     /// True when reads of `segment` must wait: its copy is about to replace it.
+    /// The segment the running job rewrites.
+    pub(super) fn job_segment(&self) -> Option<SegmentId> {
+        self.job.as_ref().map(|job| job.segment)
+    }
+
     pub(super) fn blocks_reads(&self, segment: SegmentId) -> bool {
         self.job.as_ref().is_some_and(|job| {
             job.segment == segment

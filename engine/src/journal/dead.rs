@@ -279,10 +279,9 @@ impl<D: Disk> Journal<D> {
             return None;
         }
         let (keep, _) = self.segments_dead();
-        let &segment = keep
-            .iter()
-            .rev()
-            .find(|&&segment| !self.reads.in_flight_on(segment))?;
+        let &segment = keep.iter().rev().find(|&&segment| {
+            !self.reads.in_flight_on(segment) && !self.scrub.in_flight_on(segment)
+        })?;
         let source = RecycleSource::Dead(segment);
         self.dead.recycling = Some(source);
         self.seal.reused();

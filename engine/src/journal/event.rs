@@ -1,5 +1,6 @@
 //! `Event`: what `Journal::poll` reports, in journal order for appends.
 
+use super::scrub::DamageFound;
 use super::ReadSlot;
 
 /// What `poll` reports, in journal order for appends.
@@ -27,4 +28,7 @@ pub enum Event {
         /// Where the result is held.
         slot: ReadSlot,
     },
+    /// The scrubber found damage in a sealed segment or its index (`scrub.rs`). Reads of a
+    /// damaged entry still answer an I/O error, as before.
+    Damage(DamageFound),
 }

@@ -38,6 +38,7 @@ mod read_ahead;
 mod read_extent;
 mod read_pace;
 mod reads;
+mod scrub;
 mod seal;
 mod segments;
 mod stats;
@@ -46,7 +47,9 @@ mod zero_ahead;
 pub use self::commit::{CommitInFlight, CommitStage};
 pub use self::event::Event;
 pub use self::pressure::SpaceReport;
+pub use self::queries::ScrubState;
 pub use self::reads::{ReadOutcome, ReadSlot, ReadTarget};
+pub use self::scrub::DamageFound;
 pub use self::stats::Stats;
 pub use crate::ids::{ENTRY_ID_EXPLICIT_LAC, ENTRY_ID_FENCE, ENTRY_ID_FORCE, ENTRY_ID_LEDGER_KEY};
 
@@ -80,6 +83,7 @@ const TOKEN_SEAL: u64 = 5 << 24;
 const TOKEN_COMPACT: u64 = 6 << 24;
 const TOKEN_DEAD: u64 = 7 << 24;
 const TOKEN_READ_AHEAD: u64 = 8 << 24;
+const TOKEN_SCRUB: u64 = 9 << 24;
 const TOKEN_KIND_MASK: u64 = 0xFF << 24;
 
 /// How an add is acknowledged.
@@ -111,6 +115,8 @@ pub struct Journal<D: Disk> {
     index_pages: IndexPages,
     /// Rewriting sealed segments that are mostly dead.
     compaction: Compaction,
+    /// Reading sealed segments back to find damage.
+    scrub: scrub::Scrub,
     /// Dead segments' files being removed or reused.
     dead: dead::DeadFiles,
     /// The disk-pressure level and the write head's wait for space.
@@ -148,6 +154,12 @@ impl<D: Disk> Journal<D> {
             [SECTOR_SIZE, SECTOR_SIZE]
         };
         sizes.extend(compaction_sizes);
+        // The scrubber's buffer exists only when it can run.
+        sizes.push(if config.scrub_rate_max > 0 {
+            crate::constants::SCRUB_BUFFER_SIZE
+        } else {
+            SECTOR_SIZE
+        });
         let windows = sizes.len()..sizes.len() + config.read_ahead_windows;
         sizes.extend(std::iter::repeat_n(
             READ_AHEAD_WINDOW_SIZE,
@@ -187,10 +199,21 @@ impl<D: Disk> Journal<D> {
             recovered.active_sequence_first,
         );
         let fixed_end = sizes.len() - config.read_ahead_windows;
-        let header_buffer = buffer_id(fixed_end - 4);
-        let seal_buffer = buffer_id(fixed_end - 3);
-        let compaction = Compaction::new(buffer_id(fixed_end - 2), buffer_id(fixed_end - 1));
-        let seal = Seal::new(seal_buffer, recovered.resume, recovered.seal_queue);
+        let header_buffer = buffer_id(fixed_end - 5);
+        let seal_buffer = buffer_id(fixed_end - 4);
+        let compaction = Compaction::new(buffer_id(fixed_end - 3), buffer_id(fixed_end - 2));
+        let scrub = scrub::Scrub::new(
+            config.scrub_rate_max > 0,
+            buffer_id(fixed_end - 1),
+            recovered.scrub,
+            config.scrub_seed,
+        );
+        let seal = Seal::new(
+            seal_buffer,
+            recovered.resume,
+            recovered.seal_queue,
+            recovered.scrub,
+        );
         let spares = recovered.spares.iter().map(|&segment| Spare {
             segment,
             recycled: recovered.recycled.contains(&segment),
@@ -218,6 +241,7 @@ impl<D: Disk> Journal<D> {
             seal,
             index_pages: IndexPages::new(config.index_cache_pages),
             compaction,
+            scrub,
             dead: dead::DeadFiles::default(),
             pressure: pressure::Pressure::new(),
             open_report: recovered.report,
@@ -465,6 +489,7 @@ impl<D: Disk> Journal<D> {
             }
             self.seal_drive();
             self.compact_drive();
+            self.scrub_drive();
         } else if !self.commits.is_poisoned() && self.pressure.per_mille() > 0 {
             // Under pressure a steady writer would never leave compaction a turn, and space
             // it does not give back stops every writer at the floor.
@@ -492,6 +517,8 @@ impl<D: Disk> Journal<D> {
                 match kind {
                     TOKEN_READ | TOKEN_READ_AHEAD => stats.read_disk_bytes += bytes,
                     TOKEN_COMPACT => stats.compaction_bytes_read += bytes,
+                    // Counted by the scrubber, which knows which reads it kept.
+                    TOKEN_SCRUB => {}
                     _ => {}
                 }
             }
@@ -531,6 +558,7 @@ impl<D: Disk> Journal<D> {
                     self.pressure_update();
                 }
                 TOKEN_ZERO_AHEAD => self.zero_ahead.on_complete(stats, result),
+                TOKEN_SCRUB => self.scrub_on_complete(result),
                 _ => unreachable!("unknown disk token {:#x}", completion.token),
             }
         }
@@ -727,6 +755,7 @@ impl<D: Disk> Journal<D> {
     pub fn is_idle(&self) -> bool {
         self.commits.is_idle()
             && self.zero_ahead.is_idle()
+            && self.scrub.is_idle()
             && ((self.seal.is_idle() && self.compaction.is_idle()) || self.commits.is_poisoned())
     }
 

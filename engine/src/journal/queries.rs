@@ -112,4 +112,28 @@ impl<D: Disk> Journal<D> {
     pub fn stats(&self) -> &Stats {
         &self.stats
     }
+
+    /// The scrubber's state (docs/scrub.md), for the HTTP API and tests.
+    #[must_use]
+    pub fn scrub_state(&self) -> ScrubState {
+        ScrubState {
+            enabled: self.config.scrub_rate_max > 0,
+            position: self.scrub.position(),
+            segment_current: self.scrub.segment_current(),
+            rate_bytes_per_s: self.scrub.rate_bytes_per_s(),
+        }
+    }
+}
+
+/// What `Journal::scrub_state` reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScrubState {
+    /// False with `Config::scrub_rate_max` 0.
+    pub enabled: bool,
+    /// Where the scrubber is, as the checkpoint keeps it.
+    pub position: crate::checkpoint::ScrubPosition,
+    /// The segment being checked now.
+    pub segment_current: Option<crate::ids::SegmentId>,
+    /// This cycle's read rate, bytes a second (0 before the first grant).
+    pub rate_bytes_per_s: u64,
 }

@@ -2,19 +2,22 @@
 //! segment's index file, make it durable, drop the segment's entries from memory, and write a
 //! new checkpoint that says restart need not scan it. Deleted ledgers also need a checkpoint
 //! (their tombstones); once it is durable, sealed segments left with nothing live are
-//! removed or reused (`journal/dead.rs`).
+//! removed or reused (`journal/dead.rs`). The scrubber's position needs one too, when the
+//! scrubber asks (`scrub_checkpoint_request`): it must survive a restart, and the checkpoint
+//! is already the file rewritten atomically.
 //!
 //! A sealing job goes IndexCreate -> IndexWrite -> IndexSync -> IndexPublish (then
 //! `Index::seal`) -> CheckpointStart -> CheckpointCreate -> CheckpointWrite -> CheckpointSync
 //! -> CheckpointPublish (rename and directory fsync) -> done; a checkpoint-only job (after
-//! deletions) starts at CheckpointStart. Creating and renaming the files and the directory's
-//! fsync go through the ring like the writes (`Disk::submit_file_ops`): as blocking calls they
-//! stalled the shard for as long as the file system's journal took, up to tens of
-//! milliseconds under churn (hundreds for the fsync). The fsync makes both renames durable,
-//! and the checkpoint counts (resume point, durable deletions) only once it has. One
-//! operation is in flight at a time (a write of at most `SEAL_CHUNK_SIZE`), and only while a
-//! commit slot is free (like zero-ahead), so sealing never queues ahead of a commit that
-//! could go. Jobs run in segment order, so the checkpoint only moves forward.
+//! deletions, or for the scrub position) starts at CheckpointStart. Creating and renaming the
+//! files and the directory's fsync go through the ring like the writes
+//! (`Disk::submit_file_ops`): as blocking calls they stalled the shard for as long as the file
+//! system's journal took, up to tens of milliseconds under churn (hundreds for the fsync). The
+//! fsync makes both renames durable, and the checkpoint counts (resume point, durable
+//! deletions, scrub position) only once it has. One operation is in flight at a time (a write
+//! of at most `SEAL_CHUNK_SIZE`), and only while a commit slot is free (like zero-ahead), so
+//! sealing never queues ahead of a commit that could go. Jobs run in segment order, so the
+//! checkpoint only moves forward.
 //!
 //! A failure (disk full, I/O error) abandons the job's current file and retries the job after
 //! `SEAL_RETRY_INTERVAL_SUBMITS` submits or on `retry_now`: the segment is already durable,
@@ -22,7 +25,7 @@
 //! force meanwhile.
 
 use super::{Journal, TOKEN_SEAL};
-use crate::checkpoint::Resume;
+use crate::checkpoint::{Resume, ScrubPosition};
 use crate::constants::{
     SEAL_CHUNK_SIZE, SEGMENT_RECYCLE_IDLE_PACES, SEGMENT_RECYCLE_WRITE_IDLE_PACES,
 };
@@ -51,18 +54,28 @@ enum Phase {
     /// The checkpoint is to be (re)built and written; for a sealing job the index is durable.
     CheckpointStart,
     /// Built; its temporary being created.
-    CheckpointCreate { bytes: Vec<u8>, deletions: u64 },
+    CheckpointCreate { bytes: Vec<u8>, holds: Holds },
     /// Writing the checkpoint (its whole content), `written` bytes done.
     CheckpointWrite {
         bytes: Vec<u8>,
         written: usize,
-        deletions: u64,
+        holds: Holds,
     },
     /// Its fdatasync.
-    CheckpointSync { deletions: u64 },
+    CheckpointSync { holds: Holds },
     /// Renaming it into place, then the directory's fsync, which makes it (and the index's
     /// rename before it) durable.
-    CheckpointPublish { deletions: u64 },
+    CheckpointPublish { holds: Holds },
+}
+
+/// What the checkpoint being written holds that counts only once it is durable.
+#[derive(Clone, Copy, Debug)]
+struct Holds {
+    /// `Seal::deletions` when it was built.
+    deletions: u64,
+    /// `Seal::scrub_sets` when it was built, and the position it carries.
+    scrub_sets: u64,
+    scrub: Option<ScrubPosition>,
 }
 
 /// The sealing state machine. See the module docs.
@@ -83,6 +96,16 @@ pub(super) struct Seal {
     /// Ledgers deleted since open, and how many of those a durable checkpoint holds.
     deletions: u64,
     deletions_durable: u64,
+    /// The scrubber's position: the last one set, or the durable checkpoint's since open.
+    scrub: Option<ScrubPosition>,
+    /// The position the last durable checkpoint carries.
+    scrub_durable: Option<ScrubPosition>,
+    /// `scrub_position_set` calls since open; their count when a checkpoint was last asked
+    /// for, and when the last durable checkpoint was built (counts, not positions: a newer
+    /// position made durable answers a request for an older one).
+    scrub_sets: u64,
+    scrub_sets_requested: u64,
+    scrub_sets_durable: u64,
     /// Set when sealed segments may have become dead (deletions made durable, or open);
     /// cleared once none is left.
     removal_check: bool,
@@ -99,7 +122,13 @@ pub(super) struct Seal {
 }
 
 impl Seal {
-    pub(super) fn new(buffer: BufferId, resume: Resume, queue: Vec<SegmentSpan>) -> Seal {
+    /// `scrub` is the scrub position in the checkpoint recovery read.
+    pub(super) fn new(
+        buffer: BufferId,
+        resume: Resume,
+        queue: Vec<SegmentSpan>,
+        scrub: Option<ScrubPosition>,
+    ) -> Seal {
         Seal {
             queue: queue.into_iter().collect(),
             phase: None,
@@ -111,6 +140,11 @@ impl Seal {
             failed: false,
             deletions: 0,
             deletions_durable: 0,
+            scrub,
+            scrub_durable: scrub,
+            scrub_sets: 0,
+            scrub_sets_requested: 0,
+            scrub_sets_durable: 0,
             removal_check: true,
             removals_allowed: None,
             paces_since_reuse: 0,
@@ -197,6 +231,11 @@ impl Seal {
         self.deletions_durable < self.deletions
     }
 
+    /// True while the scrub position asked for is not yet in a durable checkpoint.
+    fn scrub_pending(&self) -> bool {
+        self.scrub_sets_durable < self.scrub_sets_requested
+    }
+
     /// True while the last sealing step failed (it is retried later).
     pub(super) fn is_failing(&self) -> bool {
         self.failed
@@ -218,6 +257,7 @@ impl Seal {
             && (self.failed
                 || (self.queue.is_empty()
                     && !self.deletions_pending()
+                    && !self.scrub_pending()
                     && (!self.removal_check || self.removals_allowed == Some(0))))
     }
 
@@ -241,6 +281,36 @@ impl Seal {
         } else {
             None
         }
+    }
+}
+
+/// The scrubber's side (`scrub.rs`): it keeps its position here so that checkpoints carry it.
+impl Seal {
+    /// The scrubber's position now (the last one set, or the one recovery read).
+    #[cfg(test)]
+    pub(super) fn scrub_position(&self) -> Option<ScrubPosition> {
+        self.scrub
+    }
+
+    /// The scrubber's position in the last durable checkpoint: where it resumes after a crash.
+    #[cfg(test)]
+    pub(super) fn scrub_position_durable(&self) -> Option<ScrubPosition> {
+        self.scrub_durable
+    }
+
+    /// The scrubber moved: every checkpoint built from now on carries `position` (one is
+    /// written for it only on `scrub_checkpoint_request`).
+    pub(super) fn scrub_position_set(&mut self, position: ScrubPosition) {
+        self.scrub = Some(position);
+        self.scrub_sets += 1;
+    }
+
+    /// Asks for a checkpoint carrying the position set now, even with no segment to seal:
+    /// the next `seal_drive` writes one unless a job runs (then the one after it). Answered
+    /// once a checkpoint built after the last `scrub_position_set` is durable; asking again
+    /// before that, with no new position, writes nothing more.
+    pub(super) fn scrub_checkpoint_request(&mut self) {
+        self.scrub_sets_requested = self.scrub_sets;
     }
 }
 
@@ -337,8 +407,8 @@ impl<D: Disk> Journal<D> {
     }
 
     /// Starts the next job: seal the queue's front once its commits are all durable, or write
-    /// a checkpoint for deletions; with neither, remove one dead segment. Returns whether a
-    /// job runs.
+    /// a checkpoint for deletions or the scrub position; with neither, remove one dead
+    /// segment. Returns whether a job runs.
     fn seal_start(&mut self) -> bool {
         if let Some(span) = self.seal.front() {
             if !self.commits.holds_segment(span.segment) {
@@ -349,7 +419,7 @@ impl<D: Disk> Journal<D> {
                 return true;
             }
         }
-        if self.seal.deletions_pending() {
+        if self.seal.deletions_pending() || self.seal.scrub_pending() {
             self.seal.sealing = false;
             self.seal.phase = Some(Phase::CheckpointStart);
             return true;
@@ -399,38 +469,43 @@ impl<D: Disk> Journal<D> {
                 Phase::CheckpointWrite {
                     bytes,
                     written,
-                    deletions,
+                    holds,
                 },
                 DiskOp::Write,
             ) => {
                 let written = written + usize::try_from(result).expect("non-negative");
                 if written >= bytes.len() {
-                    Some(Phase::CheckpointSync { deletions })
+                    Some(Phase::CheckpointSync { holds })
                 } else {
                     Some(Phase::CheckpointWrite {
                         bytes,
                         written,
-                        deletions,
+                        holds,
                     })
                 }
             }
-            (Phase::CheckpointCreate { bytes, deletions }, DiskOp::File) => {
+            (Phase::CheckpointCreate { bytes, holds }, DiskOp::File) => {
                 Some(Phase::CheckpointWrite {
                     bytes,
                     written: 0,
-                    deletions,
+                    holds,
                 })
             }
-            (Phase::CheckpointSync { deletions }, DiskOp::Sync) => {
-                Some(Phase::CheckpointPublish { deletions })
+            (Phase::CheckpointSync { holds }, DiskOp::Sync) => {
+                Some(Phase::CheckpointPublish { holds })
             }
-            (Phase::CheckpointPublish { deletions }, DiskOp::File) => {
+            (Phase::CheckpointPublish { holds }, DiskOp::File) => {
                 self.seal.resume = self.seal_resume_after(span);
-                if deletions > self.seal.deletions_durable {
+                if holds.deletions > self.seal.deletions_durable {
                     // New dead segments: those kept for reuse get their full idle time.
                     self.seal.paces_since_reuse = 0;
                 }
-                self.seal.deletions_durable = self.seal.deletions_durable.max(deletions);
+                self.seal.deletions_durable = self.seal.deletions_durable.max(holds.deletions);
+                // One checkpoint runs at a time, built from the state at its start: the one
+                // published last carries the newest position.
+                assert!(holds.scrub_sets >= self.seal.scrub_sets_durable);
+                self.seal.scrub_sets_durable = holds.scrub_sets;
+                self.seal.scrub_durable = holds.scrub;
                 self.seal.removal_check = true;
                 self.stats.checkpoints_written += 1;
                 if self.seal.sealing {
@@ -470,15 +545,20 @@ impl<D: Disk> Journal<D> {
     /// Builds the checkpoint for the running job.
     fn checkpoint_start(&mut self) -> Phase {
         let resume = self.seal_resume_after(self.seal.job_span());
-        let deletions = self.seal.deletions;
+        let holds = Holds {
+            deletions: self.seal.deletions,
+            scrub_sets: self.seal.scrub_sets,
+            scrub: self.seal.scrub,
+        };
         let bytes = index_build::checkpoint_bytes(
             &self.index,
             resume.segment,
             resume.sequence_next,
             resume.checksum_previous,
             resume.generation,
+            holds.scrub,
         );
-        Phase::CheckpointCreate { bytes, deletions }
+        Phase::CheckpointCreate { bytes, holds }
     }
 
     /// Abandons the file being written; the job retries later from its index (if the index
@@ -501,5 +581,29 @@ impl<D: Disk> Journal<D> {
         self.seal.failed = true;
         self.seal.submits_since_failure = 0;
         self.stats.seal_failures += 1;
+    }
+}
+
+/// Tests stand in for the scrubber, which is written separately.
+#[cfg(test)]
+impl<D: Disk> Journal<D> {
+    /// Moves the scrubber to `position` (`Seal::scrub_position_set`).
+    pub(crate) fn scrub_position_for_test_set(&mut self, position: ScrubPosition) {
+        self.seal.scrub_position_set(position);
+    }
+
+    /// `Seal::scrub_checkpoint_request`.
+    pub(crate) fn scrub_checkpoint_for_test_request(&mut self) {
+        self.seal.scrub_checkpoint_request();
+    }
+
+    /// The scrubber's position now, and the one in the last durable checkpoint.
+    pub(crate) fn scrub_positions_for_test(
+        &self,
+    ) -> (Option<ScrubPosition>, Option<ScrubPosition>) {
+        (
+            self.seal.scrub_position(),
+            self.seal.scrub_position_durable(),
+        )
     }
 }

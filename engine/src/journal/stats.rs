@@ -37,6 +37,14 @@ pub struct Stats {
     pub reads_read_ahead: u64,
     /// Read-ahead windows read (`READ_AHEAD_WINDOW_SIZE` each, less at a segment's end).
     pub read_ahead_windows: u64,
+    /// The scrubber (`scrub.rs`): bytes read, segments checked, full cycles, damage found in
+    /// records (and segment headers) and in index files, and reads that failed.
+    pub scrub_bytes: u64,
+    pub scrub_segments: u64,
+    pub scrub_cycles_completed: u64,
+    pub scrub_damage_records: u64,
+    pub scrub_damage_index: u64,
+    pub scrub_read_failures: u64,
     /// Bytes the disk read for reads: their own records, index pages and read-ahead windows.
     pub read_disk_bytes: u64,
     /// Reads that waited for the pace to admit their window (`read_pace.rs`).

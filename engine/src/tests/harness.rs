@@ -61,6 +61,8 @@ pub struct Model {
     /// Deleted ledgers, with their acknowledged entries at deletion: after a crash a ledger
     /// whose deletion was not yet durable may come back, but only with exactly these.
     pub deleted: BTreeMap<i64, BTreeMap<i64, Vec<u8>>>,
+    /// `Event::Damage` reports seen.
+    pub damage_reported: Vec<crate::journal::DamageFound>,
 }
 
 impl Model {
@@ -97,6 +99,8 @@ impl Model {
                     self.failed += 1;
                 }
                 Event::ReadDone { .. } => {}
+                // What acks and fails is the model's; damage is the scrub tests' to check.
+                Event::Damage(found) => self.damage_reported.push(found),
             }
         }
     }

@@ -3,7 +3,7 @@
 //! corrupt or unknown index or checkpoint.
 
 use super::harness::{add_all, config_small, drive, verify_all, Model};
-use crate::checkpoint::{self, CheckpointHeader, LedgerState};
+use crate::checkpoint::{self, CheckpointHeader, LedgerState, ScrubPosition};
 use crate::disk::Disk;
 use crate::error::OpenError;
 use crate::ids::FileId;
@@ -360,6 +360,7 @@ fn checkpoint_round_trips_and_rejects_damage() {
         generation: 3,
         tombstone_count: 0,
         checksum_tombstones: crc32c::crc32c(&[]),
+        scrub: None,
     };
     let mut sector = vec![0u8; 4096];
     checkpoint::encode_header(&mut sector, &header);
@@ -470,4 +471,212 @@ fn a_checksummed_but_impossible_index_is_rebuilt_or_fails_the_read_never_panics(
             Err(error) => panic!("{ledger}/{entry}: {error:?}"),
         }
     }
+}
+
+fn scrub_position(segment_next: u32, cycle_start: u32, cycles_completed: u64) -> ScrubPosition {
+    ScrubPosition {
+        segment_next: SegmentId(segment_next),
+        cycle_start: SegmentId(cycle_start),
+        cycles_completed,
+    }
+}
+
+/// A header of a checkpoint with no ledgers and no tombstones.
+fn header_empty(scrub: Option<ScrubPosition>) -> CheckpointHeader {
+    CheckpointHeader {
+        resume_segment: SegmentId(6),
+        checksum_previous: 0xDEAD_BEEF,
+        sequence_next: Sequence(4321),
+        ledger_count: 0,
+        checksum_ledgers: crc32c::crc32c(&[]),
+        generation: 17,
+        tombstone_count: 0,
+        checksum_tombstones: crc32c::crc32c(&[]),
+        scrub,
+    }
+}
+
+#[test]
+fn checkpoint_version_2_round_trips_with_and_without_a_scrub_position() {
+    let size = checkpoint::file_size(0, 0);
+    for scrub in [None, Some(scrub_position(5, 2, u64::MAX - 1))] {
+        let header = header_empty(scrub);
+        let mut sector = vec![0u8; 4096];
+        checkpoint::encode_header(&mut sector, &header);
+        assert_eq!(sector[4], 2);
+        assert_eq!(sector[52..56], [u8::from(scrub.is_some()), 0, 0, 0]);
+        assert_eq!(checkpoint::decode_header(&sector, size), Ok(header));
+        assert!(sector[76..].iter().all(|&byte| byte == 0));
+    }
+}
+
+#[test]
+fn a_version_1_checkpoint_header_decodes_with_no_scrub_position() {
+    // Built field by field as version 1 wrote it, not through `encode_header`.
+    let header = header_empty(None);
+    let mut sector = vec![0u8; 4096];
+    sector[0..4].copy_from_slice(b"RLGC");
+    sector[4] = 1;
+    sector[8..12].copy_from_slice(&6u32.to_le_bytes());
+    sector[12..16].copy_from_slice(&0xDEAD_BEEFu32.to_le_bytes());
+    sector[16..24].copy_from_slice(&4321u64.to_le_bytes());
+    sector[28..32].copy_from_slice(&header.checksum_ledgers.to_le_bytes());
+    sector[32..40].copy_from_slice(&17u64.to_le_bytes());
+    sector[44..48].copy_from_slice(&header.checksum_tombstones.to_le_bytes());
+    let checksum = crc32c::crc32c(&sector[0..48]);
+    sector[48..52].copy_from_slice(&checksum.to_le_bytes());
+    let size = checkpoint::file_size(0, 0);
+    assert_eq!(checkpoint::decode_header(&sector, size), Ok(header));
+    // Version 1 has nothing after byte 52: whatever lies there is not read.
+    sector[52] = 0xFF;
+    assert_eq!(checkpoint::decode_header(&sector, size), Ok(header));
+    // Versions past 2 are refused by name; so is 0.
+    for version in [0, 3] {
+        sector[4] = version;
+        assert_eq!(
+            checkpoint::decode_header(&sector, size),
+            Err(FileFormatError::Version(version))
+        );
+    }
+}
+
+#[test]
+fn a_damaged_scrub_section_or_an_unknown_flag_is_refused() {
+    let size = checkpoint::file_size(0, 0);
+    let mut sector = vec![0u8; 4096];
+    checkpoint::encode_header(&mut sector, &header_empty(Some(scrub_position(3, 1, 2))));
+    for at in 52..76 {
+        let mut damaged = sector.clone();
+        damaged[at] ^= 0x04;
+        assert_eq!(
+            checkpoint::decode_header(&damaged, size),
+            Err(FileFormatError::Checksum),
+            "byte {at}"
+        );
+    }
+    // A flag this version does not define, under a correct checksum.
+    let mut flagged = sector.clone();
+    flagged[52] |= 2;
+    let checksum = crc32c::crc32c(&flagged[52..72]);
+    flagged[72..76].copy_from_slice(&checksum.to_le_bytes());
+    assert_eq!(
+        checkpoint::decode_header(&flagged, size),
+        Err(FileFormatError::Identity)
+    );
+}
+
+/// The checkpoint's header as the disk holds it durably.
+fn checkpoint_durable(disk: &mut SimDisk) -> CheckpointHeader {
+    let bytes = disk.durable_file_mut(FileId::Checkpoint).unwrap();
+    checkpoint::decode_header(&bytes[..4096], bytes.len() as u64).unwrap()
+}
+
+#[test]
+fn the_scrub_position_survives_a_crash_once_its_checkpoint_is_durable() {
+    let mut journal = Journal::open(SimDisk::new(11), config()).unwrap();
+    let mut model = Model::default();
+    fill(&mut journal, &mut model, 2, 3000, 100);
+    assert_eq!(journal.scrub_positions_for_test(), (None, None));
+    let written = journal.stats().checkpoints_written;
+    let first = scrub_position(1, 0, 0);
+    journal.scrub_position_for_test_set(first);
+    journal.scrub_checkpoint_for_test_request();
+    drive(&mut journal);
+    assert_eq!(journal.stats().checkpoints_written, written + 1);
+    assert_eq!(
+        journal.scrub_positions_for_test(),
+        (Some(first), Some(first))
+    );
+    // A position set and asked for, but lost in the crash before its checkpoint is written.
+    let second = scrub_position(2, 0, 0);
+    journal.scrub_position_for_test_set(second);
+    journal.scrub_checkpoint_for_test_request();
+    assert_eq!(
+        journal.scrub_positions_for_test(),
+        (Some(second), Some(first))
+    );
+    let mut disk = journal.into_disk().crash();
+    assert_eq!(checkpoint_durable(&mut disk).scrub, Some(first));
+    let mut journal = Journal::open(disk, config()).unwrap();
+    assert_eq!(
+        journal.scrub_positions_for_test(),
+        (Some(first), Some(first))
+    );
+    verify_all(&mut journal, &model);
+    // Sealing carries the position too, without being asked.
+    let sealed = journal.stats().segments_sealed;
+    let third = scrub_position(3, 0, 1);
+    journal.scrub_position_for_test_set(third);
+    fill(&mut journal, &mut model, 2, 2000, 100);
+    assert!(journal.stats().segments_sealed > sealed);
+    assert_eq!(
+        journal.scrub_positions_for_test(),
+        (Some(third), Some(third))
+    );
+    let mut disk = journal.into_disk().crash();
+    assert_eq!(checkpoint_durable(&mut disk).scrub, Some(third));
+    let journal = Journal::open(disk, config()).unwrap();
+    assert_eq!(
+        journal.scrub_positions_for_test(),
+        (Some(third), Some(third))
+    );
+}
+
+#[test]
+fn scrub_checkpoint_requests_write_one_checkpoint_per_new_position() {
+    let mut journal = Journal::open(SimDisk::new(12), config()).unwrap();
+    let mut model = Model::default();
+    fill(&mut journal, &mut model, 2, 1500, 100);
+    let written = journal.stats().checkpoints_written;
+    // Nothing set since the last checkpoint: nothing to write.
+    journal.scrub_checkpoint_for_test_request();
+    drive(&mut journal);
+    assert_eq!(journal.stats().checkpoints_written, written);
+    // Asked for three times before the journal runs: one checkpoint.
+    journal.scrub_position_for_test_set(scrub_position(0, 0, 0));
+    for _ in 0..3 {
+        journal.scrub_checkpoint_for_test_request();
+    }
+    drive(&mut journal);
+    assert_eq!(journal.stats().checkpoints_written, written + 1);
+    // A new position asked for while that checkpoint is being written needs one more.
+    let last = scrub_position(1, 0, 0);
+    journal.scrub_position_for_test_set(scrub_position(4, 0, 0));
+    journal.scrub_checkpoint_for_test_request();
+    journal.submit();
+    journal.scrub_position_for_test_set(last);
+    journal.scrub_checkpoint_for_test_request();
+    drive(&mut journal);
+    assert_eq!(journal.stats().checkpoints_written, written + 3);
+    assert_eq!(journal.scrub_positions_for_test(), (Some(last), Some(last)));
+    let mut disk = journal.into_disk().crash();
+    assert_eq!(checkpoint_durable(&mut disk).scrub, Some(last));
+}
+
+#[test]
+fn a_version_1_checkpoint_opens_and_the_next_one_is_version_2() {
+    let mut journal = Journal::open(SimDisk::new(13), config()).unwrap();
+    let mut model = Model::default();
+    fill(&mut journal, &mut model, 2, 3000, 100);
+    let mut disk = journal.into_disk().crash();
+    {
+        // Rewrite the header as version 1 did: same bytes 0..48, nothing after 52.
+        let bytes = disk.durable_file_mut(FileId::Checkpoint).unwrap();
+        bytes[4] = 1;
+        bytes[52..4096].fill(0);
+        let checksum = crc32c::crc32c(&bytes[0..48]);
+        bytes[48..52].copy_from_slice(&checksum.to_le_bytes());
+    }
+    disk.reload_live_from_durable();
+    let mut journal = Journal::open(disk, config()).unwrap();
+    assert!(journal.open_report().checkpoint.is_some());
+    assert_eq!(journal.scrub_positions_for_test(), (None, None));
+    verify_all(&mut journal, &model);
+    let position = scrub_position(0, 0, 0);
+    journal.scrub_position_for_test_set(position);
+    journal.scrub_checkpoint_for_test_request();
+    drive(&mut journal);
+    let mut disk = journal.into_disk().crash();
+    assert_eq!(disk.durable_file_mut(FileId::Checkpoint).unwrap()[4], 2);
+    assert_eq!(checkpoint_durable(&mut disk).scrub, Some(position));
 }

@@ -40,6 +40,8 @@ struct Coverage {
     crashes_while_compacting_under_pressure: u64,
     /// Turns in which a write head without room waited for the collector's answer.
     collector_waits: u64,
+    /// Sealed segments the scrubber checked.
+    scrub_segments: u64,
 }
 
 /// Runs one seed; returns what it exercised.
@@ -64,6 +66,13 @@ fn run_seed(seed: u64) -> Coverage {
         read_ahead_windows: [0, 1, 4][crate::stdx::to_usize(rng.below(3))],
         // A reserve of one segment, so that a disk of a few segments can fill (below).
         disk_reserve: 256 * 1024,
+        // The scrubber reads beside everything else, fast enough to cover the sealed
+        // segments many times a round (each turn grants it a millisecond below): on a disk
+        // that only tears writes at crashes, it must find no damage, and never hold up a
+        // swap, a removal or a reuse.
+        scrub_rate_max: if rng.below(4) == 0 { 0 } else { 1 << 30 },
+        scrub_cycle_ms: 1,
+        scrub_seed: rng.next_u64(),
         ..config_small()
     };
     // One seed in three runs on a disk that fills: each round's capacity is what it holds
@@ -174,6 +183,7 @@ fn run_seed(seed: u64) -> Coverage {
                 journal.deletions_answered();
             }
             journal.compaction_grant(grant);
+            journal.scrub_grant(1_000);
             journal.submit();
             journal.poll();
             let mut events = Vec::new();
@@ -182,6 +192,12 @@ fn run_seed(seed: u64) -> Coverage {
         }
         journal.disk_mut().faults = SimFaults::default();
         let stats = journal.stats();
+        assert!(
+            model.damage_reported.is_empty(),
+            "round {round}: the scrubber reported damage on an undamaged disk: {:?}",
+            model.damage_reported
+        );
+        coverage.scrub_segments += stats.scrub_segments;
         coverage.zero_ahead_bytes += stats.zero_ahead_bytes;
         coverage.segments_sealed += stats.segments_sealed;
         coverage.seal_failures += stats.seal_failures;
@@ -244,6 +260,7 @@ fn simulation() {
                 total.crashes_while_compacting_under_pressure +=
                     coverage.crashes_while_compacting_under_pressure;
                 total.collector_waits += coverage.collector_waits;
+                total.scrub_segments += coverage.scrub_segments;
             }
             Err(_) => {
                 println!("seed {seed} FAILED; reproduce: make sim SEED={seed}");
@@ -262,6 +279,7 @@ fn simulation() {
     if seeds.len() >= 20 {
         assert!(total.zero_ahead_bytes > 0, "no seed zeroed ahead");
         assert!(total.segments_sealed > 0, "no seed sealed a segment");
+        assert!(total.scrub_segments > 0, "no seed scrubbed a segment");
         assert!(total.crashes_while_sealing > 0, "no crash while sealing");
         assert!(total.opens_from_checkpoint > 0, "no open from a checkpoint");
         assert!(total.segments_removed > 0, "no segment removed");

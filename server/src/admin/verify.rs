@@ -72,11 +72,26 @@ fn finding_text(shard: usize, finding: &Finding) -> String {
              from its segment)",
             FileId::Index(*segment)
         ),
-        Finding::CheckpointOk { generation, resume } => format!(
-            "checkpoint shard={shard} file={} status=ok generation={generation} resume={}",
-            FileId::Checkpoint,
-            FileId::Segment(*resume)
-        ),
+        Finding::CheckpointOk {
+            generation,
+            resume,
+            scrub,
+        } => {
+            let scrub = scrub.map_or(String::new(), |scrub| {
+                format!(
+                    " scrub_next={} scrub_cycle_start={} scrub_cycles={}",
+                    FileId::Segment(scrub.segment_next),
+                    FileId::Segment(scrub.cycle_start),
+                    scrub.cycles_completed
+                )
+            });
+            format!(
+                "checkpoint shard={shard} file={} status=ok generation={generation} resume={}\
+                 {scrub}",
+                FileId::Checkpoint,
+                FileId::Segment(*resume)
+            )
+        }
         Finding::TailOk {
             segments,
             append_at,
@@ -137,4 +152,35 @@ fn problem_text(shard: usize, problem: &Problem) -> String {
 
 fn open_reason(error: &OpenError) -> String {
     format!("a server's open refuses the journal: {error}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::finding_text;
+    use engine::checkpoint::ScrubPosition;
+    use engine::inspect::verify::Finding;
+    use engine::SegmentId;
+
+    #[test]
+    fn the_checkpoint_line_names_the_scrub_position_when_there_is_one() {
+        let finding = |scrub| Finding::CheckpointOk {
+            generation: 4,
+            resume: SegmentId(9),
+            scrub,
+        };
+        assert_eq!(
+            finding_text(0, &finding(None)),
+            "checkpoint shard=0 file=checkpoint status=ok generation=4 resume=0000000009.segment"
+        );
+        let scrub = ScrubPosition {
+            segment_next: SegmentId(3),
+            cycle_start: SegmentId(1),
+            cycles_completed: 2,
+        };
+        assert_eq!(
+            finding_text(1, &finding(Some(scrub))),
+            "checkpoint shard=1 file=checkpoint status=ok generation=4 resume=0000000009.segment \
+             scrub_next=0000000003.segment scrub_cycle_start=0000000001.segment scrub_cycles=2"
+        );
+    }
 }

@@ -44,6 +44,8 @@ impl ServeArgs {
             read_ahead_mib: self.read_ahead_mib.or(file.read_ahead_mib),
             sort_sealed_segments: self.sort_sealed_segments.or(file.sort_sealed_segments),
             sort_traffic_max_mib: self.sort_traffic_max_mib.or(file.sort_traffic_max_mib),
+            scrub_rate_mib: self.scrub_rate_mib.or(file.scrub_rate_mib),
+            scrub_cycle_hours: self.scrub_cycle_hours.or(file.scrub_cycle_hours),
             read_pace_percent: self.read_pace_percent.or(file.read_pace_percent),
             read_pace_commit_us: self.read_pace_commit_us.or(file.read_pace_commit_us),
             idle_timeout_ms: self.idle_timeout_ms.or(file.idle_timeout_ms),

@@ -74,6 +74,9 @@ impl ServeArgs {
             read_pace_percent: self
                 .read_pace_percent
                 .unwrap_or(engine::Config::default().read_pace_percent),
+            scrub_rate_max: scrub_rate_mib(self.scrub_rate_mib)? * 1024 * 1024,
+            scrub_cycle_ms: scrub_cycle_ms(self.scrub_cycle_hours)?,
+            scrub_seed: scrub_seed(),
             ..engine::Config::default()
         };
         let compaction_rate_mib = self
@@ -579,4 +582,41 @@ pub fn tls_roles_parse(list: &str) -> Result<Vec<String>, ConfigError> {
         });
     }
     Ok(roles)
+}
+
+/// `--scrub-rate-mib`.
+fn scrub_rate_mib(value: Option<u64>) -> Result<u64, ConfigError> {
+    let mib = value.unwrap_or(limits::SCRUB_RATE_MIB_DEFAULT);
+    if mib > limits::SCRUB_RATE_MIB_MAX {
+        return Err(ConfigError::OutOfBounds {
+            option: "--scrub-rate-mib",
+            expected: "0..=1024",
+        });
+    }
+    Ok(mib)
+}
+
+/// `--scrub-cycle-hours`, in milliseconds.
+fn scrub_cycle_ms(value: Option<f64>) -> Result<u64, ConfigError> {
+    let hours = value.unwrap_or(limits::SCRUB_CYCLE_HOURS_DEFAULT);
+    let bounds = limits::SCRUB_CYCLE_HOURS_MIN..=limits::SCRUB_CYCLE_HOURS_MAX;
+    if !bounds.contains(&hours) {
+        return Err(ConfigError::OutOfBounds {
+            option: "--scrub-cycle-hours",
+            expected: "0.0001..=8760",
+        });
+    }
+    // Bounded above, so the product fits; at least 1 ms by the lower bound.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let ms = (hours * 3_600_000.0).round() as u64;
+    Ok(ms.max(1))
+}
+
+/// Where each journal's first scrub cycle starts: random per start, so bookies holding the
+/// same ledgers do not all check the same segments first (std's hasher keys are random).
+fn scrub_seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(0);
+    hasher.finish()
 }

@@ -178,6 +178,19 @@ pub struct ServeArgs {
     /// Default: 96.
     #[arg(long, value_name = "MIB")]
     pub sort_traffic_max_mib: Option<u64>,
+    /// The scrubber (docs/scrub.md): each shard reads its sealed segments and their index
+    /// files back, checking every record's CRC32C, the hash chain and every index page, so
+    /// damage is found before a client reads it; one read at a time, only while a commit slot
+    /// is free. This is its highest rate per shard, MiB per second; it reads the sealed bytes
+    /// over --scrub-cycle-hours, up to this. 0 turns the scrubber off. 0 to 1024. Default: 4.
+    #[arg(long, value_name = "MIB")]
+    pub scrub_rate_mib: Option<u64>,
+    /// How long one full scrub cycle over a shard's sealed data should take, in hours
+    /// (fractions allowed: tests use 0.001). Each bookie starts its first cycle at a random
+    /// segment; the position survives restarts (in the checkpoint). 0.0001 to 8760.
+    /// Default: 168 (one week).
+    #[arg(long, value_name = "HOURS")]
+    pub scrub_cycle_hours: Option<f64>,
     /// Catch-up reads yield to commits the disk keeps waiting: while a shard's commits took
     /// longer on average than --read-pace-commit-us over the last 100 ms tick, its
     /// read-ahead windows (the 1 MiB reads of catch-up reads) may read only this percent of

@@ -385,6 +385,36 @@ fn render_counters(out: &mut String, total: &ShardValues) {
             s.compaction_bytes_read,
         ),
         (
+            "ringlog_scrub_bytes_total",
+            "bytes the scrubber read back from sealed segments and their index files",
+            s.scrub_bytes,
+        ),
+        (
+            "ringlog_scrub_segments_total",
+            "sealed segments the scrubber checked",
+            s.scrub_segments,
+        ),
+        (
+            "ringlog_scrub_cycles_total",
+            "full scrub cycles completed",
+            s.scrub_cycles_completed,
+        ),
+        (
+            "ringlog_scrub_damage_records_total",
+            "damaged records (and segment headers) the scrubber found",
+            s.scrub_damage_records,
+        ),
+        (
+            "ringlog_scrub_damage_index_total",
+            "damage the scrubber found in index files",
+            s.scrub_damage_index,
+        ),
+        (
+            "ringlog_scrub_read_failures_total",
+            "scrub reads that failed or came back short",
+            s.scrub_read_failures,
+        ),
+        (
             "ringlog_gc_compaction_bytes_reclaimed_total",
             "segment bytes compaction gave back",
             s.compaction_bytes_freed,

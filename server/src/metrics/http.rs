@@ -42,6 +42,8 @@ pub enum Route {
     IsReady,
     /// `/api/v1/bookie/info`.
     Info,
+    /// `/api/v1/bookie/scrub`: each shard's scrubber (docs/scrub.md).
+    Scrub,
 }
 
 /// A request the server refuses, with its status.
@@ -94,6 +96,7 @@ pub fn request_parse(head: &[u8]) -> Result<Request, Refusal> {
         "/api/v1/bookie/state" => Route::State,
         "/api/v1/bookie/is_ready" => Route::IsReady,
         "/api/v1/bookie/info" => Route::Info,
+        "/api/v1/bookie/scrub" => Route::Scrub,
         _ => return Err(Refusal::NotFound),
     };
     Ok(Request {
@@ -338,6 +341,7 @@ impl Endpoint {
             Route::State => Response::json(self.state().json()),
             Route::IsReady => self.state().is_ready(),
             Route::Info => Response::json(self.info()),
+            Route::Scrub => Response::json(self.scrub()),
         }
     }
 
@@ -382,6 +386,17 @@ impl Endpoint {
         body
     }
 
+    /// `/api/v1/bookie/scrub`: each shard's scrubber, as its last tick published it.
+    fn scrub(&self) -> String {
+        let shards: Vec<String> = self
+            .metrics
+            .shards()
+            .enumerate()
+            .map(|(shard, values)| scrub_json(shard, &values.scalars))
+            .collect();
+        format!("{{\"shards\":[{}]}}", shards.join(","))
+    }
+
     /// `/api/v1/bookie/info` (`BookieInfoService`): free and total bytes of the file
     /// systems holding the data directories, each file system counted once.
     fn info(&self) -> String {
@@ -422,4 +437,28 @@ fn linger(stream: &mut impl HttpStream, scratch: &mut [u8]) {
             Ok(read) => drained += read,
         }
     }
+}
+
+/// One shard's scrubber as JSON (`/api/v1/bookie/scrub`, docs/metrics.md).
+fn scrub_json(shard: usize, s: &crate::metrics::ShardScalars) -> String {
+    let current = s
+        .scrub_segment_current_plus_one
+        .checked_sub(1)
+        .map_or_else(|| "null".to_owned(), |segment| segment.to_string());
+    format!(
+        "{{\"shard\":{shard},\"enabled\":{},\"segmentNext\":{},\"cycleStart\":{},\
+         \"segmentCurrent\":{current},\"cyclesCompleted\":{},\"rateBytesPerSecond\":{},\
+         \"bytesScrubbed\":{},\"segmentsChecked\":{},\"damageRecords\":{},\
+         \"damageIndex\":{},\"readFailures\":{}}}",
+        s.scrub_enabled == 1,
+        s.scrub_segment_next,
+        s.scrub_cycle_start,
+        s.scrub_cycles_completed,
+        s.scrub_rate_bytes_per_s,
+        s.scrub_bytes,
+        s.scrub_segments,
+        s.scrub_damage_records,
+        s.scrub_damage_index,
+        s.scrub_read_failures,
+    )
 }

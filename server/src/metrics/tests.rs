@@ -163,6 +163,10 @@ fn requests_parse() {
         Ok((Route::Info, false)),
     );
     check(
+        "GET /api/v1/bookie/scrub HTTP/1.1\r\n\r\n",
+        Ok((Route::Scrub, false)),
+    );
+    check(
         "GET /api/v1/bookie HTTP/1.1\r\n\r\n",
         Err(Refusal::NotFound),
     );

@@ -30,9 +30,35 @@ impl Shard {
                 Event::ReadDone { token, slot } => self.on_read_done(token, slot),
                 // Only v3 DEFERRED_SYNC adds are reported merely written.
                 Event::Written { token } => self.on_written(token),
+                Event::Damage(found) => self.on_damage(found),
             }
         }
         self.events = events;
+    }
+
+    /// The scrubber found damage: one line per finding, for the operator (docs/scrub.md).
+    /// Reads of a damaged entry answer EIO, as they did before it was found.
+    fn on_damage(&self, found: engine::journal::DamageFound) {
+        let position = found
+            .position
+            .map_or_else(|| "-".to_owned(), |position| position.to_string());
+        match found.entry {
+            Some((ledger, entry)) => tracing::error!(
+                shard = self.id,
+                "scrub: damage in {} at byte {position}: {:?}; ledger {} entry {} \
+                 cannot be read here",
+                found.file,
+                found.damage,
+                ledger.0,
+                entry.0
+            ),
+            None => tracing::error!(
+                shard = self.id,
+                "scrub: damage in {} at byte {position}: {:?}",
+                found.file,
+                found.damage
+            ),
+        }
     }
 
     pub(super) fn on_durable(&mut self, token: u64, durable: bool) {

@@ -14,6 +14,7 @@ impl Shard {
     fn metrics_values(&self) -> ShardValues {
         let stats = &self.bookie.stats;
         let journal = self.bookie.journal.stats();
+        let scrub = self.bookie.journal.scrub_state();
         let index = self.bookie.journal.index();
         let count = |value: usize| u64::try_from(value).expect("usize fits u64");
         // Sealed segments: their files' sizes and live bytes; the walk is over segments (a
@@ -90,6 +91,19 @@ impl Shard {
             compaction_bytes_freed: journal.compaction_bytes_freed,
             compaction_failures: journal.compaction_failures,
             compaction_bytes_read: journal.compaction_bytes_read,
+            scrub_bytes: journal.scrub_bytes,
+            scrub_segments: journal.scrub_segments,
+            scrub_cycles_completed: journal.scrub_cycles_completed,
+            scrub_damage_records: journal.scrub_damage_records,
+            scrub_damage_index: journal.scrub_damage_index,
+            scrub_read_failures: journal.scrub_read_failures,
+            scrub_enabled: u64::from(scrub.enabled),
+            scrub_segment_next: u64::from(scrub.position.segment_next.0),
+            scrub_cycle_start: u64::from(scrub.position.cycle_start.0),
+            scrub_segment_current_plus_one: scrub
+                .segment_current
+                .map_or(0, |segment| u64::from(segment.0) + 1),
+            scrub_rate_bytes_per_s: scrub.rate_bytes_per_s,
             reads_cached: journal.reads_cached,
             reads_disk: journal.reads_disk,
             reads_read_ahead: journal.reads_read_ahead,

@@ -76,6 +76,8 @@ impl Shard {
         self.bookie
             .journal
             .compaction_grant(u64::try_from(grant).unwrap_or(u64::MAX));
+        let elapsed_us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
+        self.bookie.journal.scrub_grant(elapsed_us);
         self.sorting_pace(elapsed);
         self.read_pace();
         self.bookie

@@ -13,7 +13,7 @@ impl<D: Disk> Journal<D> {
     pub(super) fn compact_swap(&mut self) {
         let job = self.compaction.job.as_ref().expect("a job runs");
         let segment = job.segment;
-        if self.reads.in_flight_on(segment) {
+        if self.reads.in_flight_on(segment) || self.scrub.in_flight_on(segment) {
             return;
         }
         // The copy leaves out every ledger deleted so far. Until those deletions are in a

@@ -1,0 +1,648 @@
+//! `Scrub`: every sealed segment and its index file read back and checked on a slow cycle, so
+//! damage is found before anyone reads it (docs/scrub.md).
+//!
+//! A segment's check, one read in flight at a time through the ring:
+//! 1. **Index**: its index file's header and run table, then every slot page
+//!    (`segment_check::index_*`, as `ringlog verify` checks them);
+//! 2. **Records**: the segment's header sector, then every record up to the end of its data
+//!    (`RecordScan`: framing, CRC32C of header and payload, identity) and the hash chain and
+//!    sequence across them, whose ends must be the index's (`ChainCheck`).
+//!
+//! Damage is reported (`Event::Damage`) and the check goes on: past a damaged slot page with
+//! the next page, past a damaged record with the next sound record found after it (a header
+//! names its own segment and position, so nothing else passes for one).
+//!
+//! Pace: the scrubber reads only while a commit slot is free (`submit` drives it there, as it
+//! drives sealing and compaction), and only within the byte credit the server's clock grants
+//! (`Journal::scrub_grant`): the sealed bytes at the cycle's start over
+//! `Config::scrub_cycle_ms`, at most `Config::scrub_rate_max` a second. Segments go in
+//! ascending id order from the cycle's start, wrapping around; a cycle is complete when the
+//! scrubber comes back to where it started. The first cycle of a journal starts at a segment
+//! picked from `Config::scrub_seed`, so bookies holding the same ledgers do not all read the
+//! same ones first. The position survives restarts in the checkpoint.
+//!
+//! It never holds a segment another job wants: dead segments and the one compaction rewrites
+//! are skipped, and a check is dropped when compaction takes its segment (the segment and its
+//! index are renamed one after the other: a check reading across the swap would see one
+//! file's old version and the other's new one; the simulation found that); compaction's swap
+//! and a dead file's reuse wait only for the one read in flight (`in_flight_on`); a segment
+//! that changed generation between two reads is checked again from its start, and one that
+//! is gone is left.
+
+use super::{Event, Journal, TOKEN_SCRUB};
+use crate::checkpoint::ScrubPosition;
+use crate::constants::{
+    SCRUB_CHECKPOINT_SEGMENTS, SCRUB_DAMAGE_EVENTS_PER_READ_MAX, SCRUB_READ_SIZE, SECTOR_SIZE,
+    SEGMENT_HEADER_SIZE,
+};
+use crate::disk::{BufferId, Disk, SubmitError};
+use crate::ids::{EntryId, FileId, LedgerId, SegmentId};
+use crate::index_file::{self, IndexHeader, RUN_TABLE_OFFSET};
+use crate::record::RecordKind;
+use crate::segment::decode_segment_header;
+use crate::segment_check::{
+    index_header_check, index_page_check, index_runs_check, ChainCheck, Chunk, Damage, Found,
+    RecordScan, RunsHeld, ScanStep, WalkEnd,
+};
+use crate::stdx::{align_up_u64, to_u64, to_usize};
+
+/// Damage the scrubber found, as `Event::Damage` reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DamageFound {
+    /// The file.
+    pub file: FileId,
+    /// The byte position in it, if the damage has one.
+    pub position: Option<u64>,
+    /// What is wrong.
+    pub damage: Damage,
+    /// The entry whose record it is, when its header is sound enough to say.
+    pub entry: Option<(LedgerId, EntryId)>,
+}
+
+/// Where a segment's check is.
+#[derive(Clone, Copy, Debug)]
+enum Phase {
+    /// Reading the index file's header sector and run table.
+    IndexHead,
+    /// Reading slot pages from `page`.
+    IndexPages { page: u64 },
+    /// Reading the segment's header sector (and the first records with it).
+    SegmentHeader,
+    /// Reading records.
+    Records,
+    /// Looking for the next sound record from `from`, after damage.
+    Resync { from: u64 },
+}
+
+/// One segment's check.
+#[derive(Debug)]
+struct Job {
+    segment: SegmentId,
+    generation: u32,
+    file_size: u64,
+    index_size: u64,
+    slot_table_offset: u64,
+    pages: u64,
+    phase: Phase,
+    /// The index header, once verified; without one, the records' end is unknown and they are
+    /// not scanned (the next open rebuilds the index).
+    header: Option<IndexHeader>,
+    /// What the slot pages must hold (`None` once that cannot be compared: a run table too
+    /// large for the buffer, or damage reported already), and what they held so far.
+    held_expected: Option<RunsHeld>,
+    held: u64,
+    scan: RecordScan,
+    chain: ChainCheck,
+    /// Damage found in this segment's records: their ends are not compared with the index.
+    records_damaged: bool,
+    /// Which file the buffer holds bytes of, and which bytes.
+    chunk_file: Option<FileId>,
+    chunk_start: u64,
+    chunk_length: usize,
+}
+
+/// The scrubber's state (module doc).
+#[derive(Debug)]
+pub(super) struct Scrub {
+    enabled: bool,
+    buffer: BufferId,
+    job: Option<Job>,
+    /// A read in flight: its file and length.
+    in_flight: Option<(FileId, usize)>,
+    /// Bytes the scrubber may still read; a read may start while it is positive.
+    credit_bytes: i64,
+    /// Bytes a second for this cycle (the sealed bytes at its start over the cycle time, at
+    /// most the configured rate).
+    rate_bytes_per_s: u64,
+    position: ScrubPosition,
+    /// The cycle has wrapped around past the last segment.
+    wrapped: bool,
+    /// The position needs a new cycle's rate computed.
+    cycle_fresh: bool,
+    segments_since_checkpoint: u32,
+    /// Until the first cycle starts (a journal the scrubber never ran on): the seed that
+    /// picks its first segment among those sealed then.
+    start_seed: Option<u64>,
+}
+
+impl Scrub {
+    pub(super) fn new(
+        enabled: bool,
+        buffer: BufferId,
+        recovered: Option<ScrubPosition>,
+        seed: u64,
+    ) -> Scrub {
+        let position = recovered.unwrap_or(ScrubPosition {
+            segment_next: SegmentId(0),
+            cycle_start: SegmentId(0),
+            cycles_completed: 0,
+        });
+        Scrub {
+            start_seed: recovered.is_none().then_some(seed),
+            enabled,
+            buffer,
+            job: None,
+            in_flight: None,
+            credit_bytes: 0,
+            rate_bytes_per_s: 0,
+            // Ids only grow, so a next segment below the start means the cycle wrapped.
+            wrapped: position.segment_next < position.cycle_start,
+            position,
+            cycle_fresh: true,
+            segments_since_checkpoint: 0,
+        }
+    }
+
+    /// True while a scrub read of `segment` (or its index) is in flight.
+    pub(super) fn in_flight_on(&self, segment: SegmentId) -> bool {
+        matches!(
+            self.in_flight,
+            Some((FileId::Segment(id) | FileId::Index(id), _)) if id == segment
+        )
+    }
+
+    /// Where the scrubber is.
+    pub(super) fn position(&self) -> ScrubPosition {
+        self.position
+    }
+
+    /// The segment being checked, if any.
+    pub(super) fn segment_current(&self) -> Option<SegmentId> {
+        self.job.as_ref().map(|job| job.segment)
+    }
+
+    /// True when nothing is in flight.
+    pub(super) fn is_idle(&self) -> bool {
+        self.in_flight.is_none()
+    }
+
+    /// The read rate of this cycle, bytes a second.
+    pub(super) fn rate_bytes_per_s(&self) -> u64 {
+        self.rate_bytes_per_s
+    }
+}
+
+/// What a look at the buffer decided.
+enum Next {
+    /// Read `length` bytes of `file` from `start`.
+    Read {
+        file: FileId,
+        start: u64,
+        length: usize,
+    },
+    /// The segment's check is over.
+    Done,
+}
+
+impl<D: Disk> Journal<D> {
+    /// Lets the scrubber read for `elapsed_us` more microseconds at its rate (the server's
+    /// clock; the engine has none). Idle credit is capped at one read.
+    pub fn scrub_grant(&mut self, elapsed_us: u64) {
+        if !self.scrub.enabled {
+            return;
+        }
+        if self.scrub.cycle_fresh {
+            self.scrub_cycle_rate();
+        }
+        let bytes = u128::from(self.scrub.rate_bytes_per_s) * u128::from(elapsed_us) / 1_000_000;
+        let cap = i64::try_from(SCRUB_READ_SIZE).expect("small");
+        let bytes = i64::try_from(bytes).unwrap_or(i64::MAX);
+        self.scrub.credit_bytes = self.scrub.credit_bytes.saturating_add(bytes).min(cap);
+    }
+
+    /// The sealed bytes (segments and indexes) over the cycle time, at most the configured rate.
+    fn scrub_cycle_rate(&mut self) {
+        let sealed_bytes: u64 = self
+            .index
+            .sealed_segments()
+            .filter_map(|segment| self.index.sealed_segment(segment))
+            .map(|table| table.file_size + table.slot_table_offset)
+            .sum();
+        let cycle_ms = self.config.scrub_cycle_ms.max(1);
+        let rate =
+            u128::from(sealed_bytes.max(self.config.segment_size)) * 1000 / u128::from(cycle_ms);
+        self.scrub.rate_bytes_per_s = u64::try_from(rate)
+            .unwrap_or(u64::MAX)
+            .clamp(1, self.config.scrub_rate_max.max(1));
+        self.scrub.cycle_fresh = false;
+    }
+
+    /// Starts the next read of the scrub; called from `submit` while a commit slot is free.
+    pub(super) fn scrub_drive(&mut self) {
+        if !self.scrub.enabled || self.scrub.in_flight.is_some() || self.scrub.credit_bytes <= 0 {
+            return;
+        }
+        let compacting = self.compaction.job_segment();
+        if self
+            .scrub
+            .job
+            .as_ref()
+            .is_some_and(|job| Some(job.segment) == compacting)
+        {
+            // Compaction took the segment: its files are about to change under the check
+            // (a segment and an index renamed one after the other). Its copy is checked in
+            // the next cycle.
+            self.scrub.job = None;
+            self.scrub_advance(false);
+        }
+        if self.scrub.job.is_none() && !self.scrub_job_start() {
+            return;
+        }
+        let next = self.scrub_next();
+        match next {
+            Next::Done => self.scrub_job_done(),
+            Next::Read {
+                file,
+                start,
+                length,
+            } => {
+                let buffer = self.scrub.buffer;
+                match self
+                    .disk
+                    .submit_read(TOKEN_SCRUB, file, start, buffer, length)
+                {
+                    Ok(()) => {
+                        self.scrub.in_flight = Some((file, length));
+                        let job = self.scrub.job.as_mut().expect("a job runs");
+                        job.chunk_file = Some(file);
+                        job.chunk_start = start;
+                        job.chunk_length = 0;
+                    }
+                    Err(SubmitError::QueueFull) => {}
+                    Err(SubmitError::Io(_)) => {
+                        // The file cannot be read now: leave the segment for the next cycle.
+                        self.stats.scrub_read_failures += 1;
+                        self.scrub.job = None;
+                        self.scrub_advance(false);
+                    }
+                }
+            }
+        }
+    }
+
+    /// A scrub read completed with `result`.
+    pub(super) fn scrub_on_complete(&mut self, result: i32) {
+        let (_, length) = self.scrub.in_flight.take().expect("a scrub read runs");
+        let read = usize::try_from(result).ok();
+        self.scrub.credit_bytes = self
+            .scrub
+            .credit_bytes
+            .saturating_sub(i64::try_from(length).unwrap_or(i64::MAX));
+        let Some(job) = self.scrub.job.as_mut() else {
+            return;
+        };
+        // A swap gave the segment a new generation, or it is gone: what was read is not it.
+        let table = self.index.sealed_segment(job.segment);
+        if table.is_none_or(|table| table.generation != job.generation) {
+            self.scrub.job = None;
+            if table.is_none() {
+                self.scrub_advance(false);
+            }
+            return;
+        }
+        match read {
+            Some(count) if count == length => {
+                job.chunk_length = count;
+                self.stats.scrub_bytes += to_u64(count);
+            }
+            _ => {
+                // An error or a short read (the file is shorter than its index says): the
+                // read path reports what cannot be read; the scrub leaves the segment.
+                self.stats.scrub_read_failures += 1;
+                self.scrub.job = None;
+                self.scrub_advance(false);
+            }
+        }
+    }
+
+    /// Picks the next segment to check; false when there is none to check now.
+    fn scrub_job_start(&mut self) -> bool {
+        let compacting = self.compaction.job_segment();
+        if let Some(seed) = self.scrub.start_seed {
+            // The first cycle starts at a segment the seed picks (module doc).
+            let count = to_u64(self.index.sealed_segments().count());
+            if count == 0 {
+                return false;
+            }
+            let pick = usize::try_from(seed % count).expect("below a count");
+            let start = self.index.sealed_segments().nth(pick).expect("counted");
+            self.scrub.position.segment_next = start;
+            self.scrub.position.cycle_start = start;
+            self.scrub.start_seed = None;
+        }
+        loop {
+            let from = self.scrub.position.segment_next;
+            let next = self
+                .index
+                .sealed_segments()
+                .find(|&segment| segment >= from);
+            let Some(segment) = next else {
+                if self.index.sealed_segments().next().is_none() {
+                    return false;
+                }
+                if self.scrub.wrapped {
+                    // Nothing sealed at or past the cycle's start is left: the cycle is over.
+                    self.scrub_cycle_complete();
+                    return false;
+                }
+                self.scrub.wrapped = true;
+                self.scrub.position.segment_next = SegmentId(0);
+                continue;
+            };
+            if self.scrub.wrapped && segment >= self.scrub.position.cycle_start {
+                self.scrub_cycle_complete();
+                return false;
+            }
+            self.scrub.position.segment_next = segment;
+            let table = self.index.sealed_segment(segment).expect("listed");
+            // Dead segments wait for removal, and compaction's segment is being rewritten:
+            // neither is held up by a check.
+            if table.bytes_live == 0 || compacting == Some(segment) {
+                self.scrub.position.segment_next = segment.next();
+                continue;
+            }
+            let pages = index_file::page_count(table.slot_count);
+            self.scrub.job = Some(Job {
+                segment,
+                generation: table.generation,
+                file_size: table.file_size,
+                index_size: table.slot_table_offset + pages * to_u64(SECTOR_SIZE),
+                slot_table_offset: table.slot_table_offset,
+                pages,
+                phase: Phase::IndexHead,
+                header: None,
+                held_expected: None,
+                held: 0,
+                scan: RecordScan::new(segment, table.file_size, to_u64(SEGMENT_HEADER_SIZE)),
+                chain: ChainCheck::default(),
+                records_damaged: false,
+                chunk_file: None,
+                chunk_start: 0,
+                chunk_length: 0,
+            });
+            return true;
+        }
+    }
+
+    fn scrub_cycle_complete(&mut self) {
+        let first = self.index.sealed_segments().next().unwrap_or(SegmentId(0));
+        self.scrub.position = ScrubPosition {
+            segment_next: first,
+            cycle_start: first,
+            cycles_completed: self.scrub.position.cycles_completed + 1,
+        };
+        self.scrub.wrapped = false;
+        self.scrub.cycle_fresh = true;
+        self.stats.scrub_cycles_completed += 1;
+        self.seal.scrub_position_set(self.scrub.position);
+        self.seal.scrub_checkpoint_request();
+        self.scrub.segments_since_checkpoint = 0;
+    }
+
+    /// The segment's check is over: the scrubber moves on.
+    fn scrub_job_done(&mut self) {
+        if self.scrub.job.take().is_some() {
+            self.stats.scrub_segments += 1;
+        }
+        self.scrub_advance(true);
+    }
+
+    fn scrub_advance(&mut self, checked: bool) {
+        self.scrub.position.segment_next = self.scrub.position.segment_next.next();
+        self.seal.scrub_position_set(self.scrub.position);
+        if checked {
+            self.scrub.segments_since_checkpoint += 1;
+            if self.scrub.segments_since_checkpoint >= SCRUB_CHECKPOINT_SEGMENTS {
+                self.seal.scrub_checkpoint_request();
+                self.scrub.segments_since_checkpoint = 0;
+            }
+        }
+    }
+
+    /// Checks what the buffer holds and says what to read next.
+    fn scrub_next(&mut self) -> Next {
+        let mut damage_events = 0usize;
+        let no_runs = RunsHeld::default();
+        let Journal {
+            scrub,
+            disk,
+            stats,
+            events,
+            index,
+            ..
+        } = self;
+        let job = scrub.job.as_mut().expect("a job runs");
+        let held = &disk.buffer(scrub.buffer)[..job.chunk_length];
+        let mut report = |found: Found, file: FileId, entry: Option<(LedgerId, EntryId)>| {
+            match found.1 {
+                Damage::IndexFile(_)
+                | Damage::IndexGeneration { .. }
+                | Damage::IndexPage { .. }
+                | Damage::IndexSlots => stats.scrub_damage_index += 1,
+                _ => stats.scrub_damage_records += 1,
+            }
+            if damage_events < SCRUB_DAMAGE_EVENTS_PER_READ_MAX {
+                damage_events += 1;
+                events.push(Event::Damage(DamageFound {
+                    file,
+                    position: found.0,
+                    damage: found.1,
+                    entry,
+                }));
+            }
+        };
+        let index_file = FileId::Index(job.segment);
+        let segment_file = FileId::Segment(job.segment);
+        loop {
+            let chunk = if job.chunk_file.is_some() {
+                Chunk {
+                    bytes: held,
+                    start: job.chunk_start,
+                }
+            } else {
+                Chunk::EMPTY
+            };
+            let chunk_end = chunk.start + to_u64(chunk.bytes.len());
+            match job.phase {
+                Phase::IndexHead => {
+                    let table_end = job.slot_table_offset;
+                    let wanted = to_usize(table_end.min(to_u64(scrub_buffer_size())));
+                    if job.chunk_file != Some(index_file) || chunk.start != 0 {
+                        return Next::Read {
+                            file: index_file,
+                            start: 0,
+                            length: wanted,
+                        };
+                    }
+                    let sector = &chunk.bytes[..SECTOR_SIZE.min(chunk.bytes.len())];
+                    match index_header_check(
+                        sector,
+                        job.segment,
+                        job.index_size,
+                        job.generation,
+                        job.file_size,
+                    ) {
+                        Ok(header) => job.header = Some(header),
+                        Err(found) => {
+                            report(found, index_file, None);
+                            // No trustworthy end of data: the records wait for a rebuilt index.
+                            return Next::Done;
+                        }
+                    }
+                    let header = job.header.expect("set");
+                    if to_u64(chunk.bytes.len()) >= table_end {
+                        let table = &chunk.bytes[to_usize(RUN_TABLE_OFFSET)..to_usize(table_end)];
+                        match index_runs_check(table, &header) {
+                            Ok(runs) => {
+                                let held = RunsHeld::new(&runs, |ledger| index.is_deleted(ledger));
+                                job.held_expected = Some(held);
+                            }
+                            Err(found) => report(found, index_file, None),
+                        }
+                    }
+                    job.phase = Phase::IndexPages { page: 0 };
+                }
+                Phase::IndexPages { page } => {
+                    if page >= job.pages {
+                        let expected = job.held_expected.as_ref().map(|held| held.expected);
+                        if expected.is_some_and(|expected| expected != job.held) {
+                            report((None, Damage::IndexSlots), index_file, None);
+                        }
+                        job.phase = Phase::SegmentHeader;
+                        continue;
+                    }
+                    let start = job.slot_table_offset + page * to_u64(SECTOR_SIZE);
+                    let inside = job.chunk_file == Some(index_file)
+                        && start >= chunk.start
+                        && start + to_u64(SECTOR_SIZE) <= chunk_end;
+                    if !inside {
+                        let length = (job.index_size - start).min(to_u64(SCRUB_READ_SIZE));
+                        return Next::Read {
+                            file: index_file,
+                            start,
+                            length: to_usize(length),
+                        };
+                    }
+                    let offset = to_usize(start - chunk.start);
+                    let header = job.header.expect("pages follow the header");
+                    let counted = job.held_expected.as_ref().unwrap_or(&no_runs);
+                    let page_bytes = &chunk.bytes[offset..offset + SECTOR_SIZE];
+                    match index_page_check(page_bytes, page, &header, counted) {
+                        Ok(count) => job.held += count,
+                        Err(found) => {
+                            // The count cannot be compared any more: this page is reported.
+                            job.held_expected = None;
+                            report(found, index_file, None);
+                        }
+                    }
+                    job.phase = Phase::IndexPages { page: page + 1 };
+                }
+                Phase::SegmentHeader => {
+                    if job.chunk_file != Some(segment_file) || chunk.start != 0 {
+                        let length = job.file_size.min(to_u64(SCRUB_READ_SIZE));
+                        return Next::Read {
+                            file: segment_file,
+                            start: 0,
+                            length: to_usize(length),
+                        };
+                    }
+                    let sector = &chunk.bytes[..SECTOR_SIZE.min(chunk.bytes.len())];
+                    let sound = decode_segment_header(sector, job.segment)
+                        .is_ok_and(|header| header.generation == job.generation);
+                    if !sound {
+                        report((Some(0), Damage::SegmentHeader), segment_file, None);
+                    }
+                    job.phase = Phase::Records;
+                }
+                Phase::Records => {
+                    let header = job.header.expect("records follow the index");
+                    let data_end = header.data_end;
+                    let chunk = if job.chunk_file == Some(segment_file) {
+                        chunk
+                    } else {
+                        Chunk::EMPTY
+                    };
+                    let end = match job.scan.next_step(chunk) {
+                        ScanStep::Need { start, length } => {
+                            return Next::Read {
+                                file: segment_file,
+                                start,
+                                length: scrub_read_length(start, length, job.file_size),
+                            };
+                        }
+                        ScanStep::Record(record) if record.position.0 < data_end => {
+                            if let Err(found) = job.chain.record(&record) {
+                                let entry = (record.header.kind == RecordKind::Entry)
+                                    .then_some((record.header.ledger, record.header.entry));
+                                job.records_damaged = true;
+                                report(found, segment_file, entry);
+                            }
+                            continue;
+                        }
+                        ScanStep::Record(record) => record.position.0,
+                        ScanStep::End(WalkEnd::Clean { position }) => position.0,
+                        ScanStep::End(WalkEnd::Bad { position, .. }) if position.0 >= data_end => {
+                            position.0
+                        }
+                        ScanStep::End(WalkEnd::Bad { position, reason }) => {
+                            job.records_damaged = true;
+                            job.chain.break_chain();
+                            report(
+                                (Some(position.0), Damage::Record(reason)),
+                                segment_file,
+                                None,
+                            );
+                            job.phase = Phase::Resync {
+                                from: position.0 + 8,
+                            };
+                            continue;
+                        }
+                    };
+                    if !job.records_damaged {
+                        if let Err(found) = job.chain.index_agrees(&header, end) {
+                            report(found, segment_file, None);
+                        }
+                    }
+                    return Next::Done;
+                }
+                Phase::Resync { from } => {
+                    let data_end = job.header.expect("records follow the index").data_end;
+                    let chunk = if job.chunk_file == Some(segment_file) {
+                        chunk
+                    } else {
+                        Chunk::EMPTY
+                    };
+                    match job.scan.resync(chunk, from, data_end) {
+                        Ok(Some(_)) => job.phase = Phase::Records,
+                        Ok(None) => return Next::Done,
+                        Err(need) => {
+                            job.phase = Phase::Resync { from: need.from };
+                            return Next::Read {
+                                file: segment_file,
+                                start: need.start,
+                                length: scrub_read_length(need.start, need.length, job.file_size),
+                            };
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The scrubber's buffer: a whole record of the largest size and a sector, at least.
+#[must_use]
+pub(super) const fn scrub_buffer_size() -> usize {
+    crate::constants::SCRUB_BUFFER_SIZE
+}
+
+/// A read from `start` of at least `length` bytes: `SCRUB_READ_SIZE` when that is more, whole
+/// sectors, within the file.
+fn scrub_read_length(start: u64, length: usize, file_size: u64) -> usize {
+    let wanted = align_up_u64(to_u64(length.max(SCRUB_READ_SIZE)), to_u64(SECTOR_SIZE));
+    to_usize(
+        wanted
+            .min(file_size.saturating_sub(start))
+            .min(to_u64(scrub_buffer_size())),
+    )
+}
