@@ -529,6 +529,17 @@ impl Index {
             .collect()
     }
 
+    /// True when the copy of `entry` that reads find first lies in `segment` (damage there
+    /// matters; once a repair wrote a newer copy elsewhere, it no longer does).
+    #[must_use]
+    pub fn entry_current_in(&self, ledger: LedgerId, entry: EntryId, segment: SegmentId) -> bool {
+        match self.ledger(ledger).map(|state| state.locate(entry, 0)) {
+            Some(Lookup::Found(slot)) => slot.location().segment == segment,
+            Some(Lookup::Sealed { run, .. }) => run.segment == segment,
+            Some(Lookup::Missing) | None => false,
+        }
+    }
+
     /// Where a sealed segment's slot table is.
     #[must_use]
     pub fn sealed_segment(&self, segment: SegmentId) -> Option<SealedSegment> {

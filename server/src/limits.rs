@@ -293,6 +293,19 @@ pub const SORT_QUIET_TICKS: u32 = 10;
 pub const SORT_TRAFFIC_MAX_MIB_MAX: u64 = 4096;
 /// Default `--scrub-rate-mib`: engine's `SCRUB_RATE_MAX_DEFAULT` (docs/scrub.md).
 pub const SCRUB_RATE_MIB_DEFAULT: u64 = engine::constants::SCRUB_RATE_MAX_DEFAULT / (1024 * 1024);
+/// Repair requests queued for the repairer at most (docs/scrub.md, "Repair"); past it a
+/// request is dropped and counted, and the next scrub cycle finds the damage again.
+pub const REPAIR_QUEUE_MAX: usize = 4096;
+/// The repairer looks at its queue this often.
+pub const REPAIR_POLL_MS: u64 = 100;
+/// A repair's connection to another bookie: connect, send and each read, at most this long.
+pub const REPAIR_PEER_TIMEOUT_MS: u64 = 5_000;
+/// Repair requests handled per queue look: a burst of damage is repaired in batches, each
+/// ledger's metadata read once per batch.
+pub const REPAIR_BATCH_MAX: usize = 256;
+/// Repair copies a shard has journaled and not yet seen durable, at most: past it, a copy
+/// that arrives is dropped (the next scrub cycle asks again).
+pub const REPAIRS_IN_FLIGHT_MAX: usize = 256;
 /// Largest `--scrub-rate-mib`.
 pub const SCRUB_RATE_MIB_MAX: u64 = 1024;
 /// Default `--scrub-cycle-hours`: one week, as `SCRUB_CYCLE_MS_DEFAULT`.

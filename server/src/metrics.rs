@@ -211,6 +211,9 @@ shard_scalars! {
     scrub_damage_records,
     scrub_damage_index,
     scrub_read_failures,
+    /// Damaged entries handed to the repairer, and good copies journaled in their place.
+    repairs_requested,
+    repairs_written,
     /// The scrubber's position and pace (gauges, for `/api/v1/bookie/scrub`): the segment it
     /// checks next, the first segment of its cycle, the segment being checked plus one (0:
     /// none), and this cycle's rate in bytes a second; 1 while it is on.

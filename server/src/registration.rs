@@ -25,8 +25,10 @@ mod gc_overreplicated;
 mod ledger_layout;
 mod ledger_metadata;
 mod read_rate;
+mod repair;
 mod session;
 mod steps;
+mod underreplication;
 mod znode;
 
 #[cfg(test)]
@@ -35,6 +37,8 @@ mod tests;
 mod tests_gc;
 #[cfg(test)]
 mod tests_gc_overreplicated;
+#[cfg(test)]
+mod tests_ledger_metadata;
 
 pub use bookie_id::BookieIdError;
 pub use znode::{Cookie, CookieError};

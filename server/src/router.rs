@@ -13,11 +13,11 @@
 //! batches are records `u64 connection reference (BE) | one v2 frame`.
 
 use engine::uring::Eventfd;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
-use std::sync::RwLock;
+use std::sync::{Mutex, RwLock};
 
 /// A shard's index.
 pub type ShardId = u16;
@@ -35,6 +35,59 @@ pub enum Mail {
     /// From the garbage collector (docs/gc.md): ledgers this shard owns whose metadata is
     /// gone. The shard deletes each from its journal, then `forget`s it here.
     DeleteLedgers { ledgers: Vec<i64> },
+    /// From the repairer (docs/scrub.md, "Repair"): a good copy of an entry this shard found
+    /// damaged, read from another bookie of its write set. The shard journals it as a
+    /// recovery add, whose newer copy every later read finds first.
+    RepairEntry {
+        ledger: i64,
+        entry: i64,
+        body: Vec<u8>,
+    },
+}
+
+/// An entry a shard found damaged, for the repairer on the registration thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RepairRequest {
+    pub ledger: i64,
+    pub entry: i64,
+    /// The shard that holds it (the copy goes back there).
+    pub shard: ShardId,
+}
+
+/// Repairs between the shards and the repairer: the queue of requests (bounded by
+/// `REPAIR_QUEUE_MAX`; damage is rare, so a lock on this path costs the commits nothing)
+/// and what became of them, for /metrics.
+#[derive(Debug, Default)]
+struct Repairs {
+    /// The repairer runs (--zk): without it, requests are not queued.
+    active: AtomicBool,
+    queue: Mutex<VecDeque<RepairRequest>>,
+    /// Requests dropped because the queue was full (the next scrub cycle finds them again).
+    dropped: AtomicU64,
+    /// Good copies sent to their shard.
+    copied: AtomicU64,
+    /// Ledgers marked under-replicated because no good copy was found.
+    marked: AtomicU64,
+    /// Repairs that could not finish (ZooKeeper unreachable, a mark that failed); retried
+    /// when the scrub finds the damage again.
+    failed: AtomicU64,
+}
+
+/// What became of repairs, as /metrics shows it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RepairCounts {
+    pub dropped: u64,
+    pub copied: u64,
+    pub marked: u64,
+    pub failed: u64,
+}
+
+/// How a repair ended, for `Router::repair_counted`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RepairEnd {
+    Copied,
+    Marked,
+    Failed,
 }
 
 /// What every shard shares: the ownership map, the mailboxes, and the stop protocol.
@@ -50,6 +103,7 @@ pub struct Router {
     /// own flag; the registration thread reads them all.
     read_only: Vec<AtomicBool>,
     gc: GcRounds,
+    repairs: Repairs,
 }
 
 /// The garbage collector's rounds, as the shards see them (docs/gc.md, "Disk pressure"): a
@@ -104,6 +158,7 @@ impl Router {
             drained: AtomicUsize::new(0),
             read_only: (0..shards).map(|_| AtomicBool::new(false)).collect(),
             gc: GcRounds::default(),
+            repairs: Repairs::default(),
         };
         Ok((router, receivers))
     }
@@ -292,6 +347,64 @@ impl Router {
     #[must_use]
     pub fn gc_rounds_forced(&self) -> u64 {
         self.gc.forced.load(Ordering::Relaxed)
+    }
+
+    /// The repairer is running (or stopped): shards queue requests only while it runs.
+    pub fn repair_active_set(&self, active: bool) {
+        self.repairs.active.store(active, Ordering::SeqCst);
+    }
+
+    /// Queues a repair; false when no repairer runs or the queue is full (counted).
+    pub fn repair_push(&self, request: RepairRequest) -> bool {
+        if !self.repairs.active.load(Ordering::SeqCst) {
+            return false;
+        }
+        let mut queue = self
+            .repairs
+            .queue
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if queue.contains(&request) {
+            return true;
+        }
+        if queue.len() >= crate::limits::REPAIR_QUEUE_MAX {
+            self.repairs.dropped.fetch_add(1, Ordering::Relaxed);
+            return false;
+        }
+        queue.push_back(request);
+        true
+    }
+
+    /// Moves up to `count` queued repairs, oldest first, into `out` (the repairer's).
+    pub fn repairs_take(&self, out: &mut Vec<RepairRequest>, count: usize) {
+        let mut queue = self
+            .repairs
+            .queue
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let count = count.min(queue.len());
+        out.extend(queue.drain(..count));
+    }
+
+    /// Counts how a repair ended.
+    pub fn repair_counted(&self, end: RepairEnd) {
+        let counter = match end {
+            RepairEnd::Copied => &self.repairs.copied,
+            RepairEnd::Marked => &self.repairs.marked,
+            RepairEnd::Failed => &self.repairs.failed,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// What became of repairs so far.
+    #[must_use]
+    pub fn repair_counts(&self) -> RepairCounts {
+        RepairCounts {
+            dropped: self.repairs.dropped.load(Ordering::Relaxed),
+            copied: self.repairs.copied.load(Ordering::Relaxed),
+            marked: self.repairs.marked.load(Ordering::Relaxed),
+            failed: self.repairs.failed.load(Ordering::Relaxed),
+        }
     }
 
     /// True when every shard is drained. Stable once true: a drained shard has nothing in

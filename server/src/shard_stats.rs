@@ -10,6 +10,10 @@ use std::time::Instant;
 /// Counters of one shard, printed in the shutdown summary.
 #[derive(Clone, Debug, Default)]
 pub struct ShardStats {
+    /// Damaged entries handed to the repairer, and good copies journaled durably in their
+    /// place (docs/scrub.md, "Repair").
+    pub repairs_requested: u64,
+    pub repairs_written: u64,
     /// Connections accepted.
     pub connections_accepted: u64,
     /// Connections closed right after accept (cap reached, or stopping).

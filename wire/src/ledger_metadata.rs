@@ -8,5 +8,5 @@ mod proto {
     include!(concat!(env!("OUT_DIR"), "/ledger_metadata.rs"));
 }
 
-pub use proto::ledger_metadata_format::{Segment, State};
+pub use proto::ledger_metadata_format::{DigestType, Segment, State};
 pub use proto::LedgerMetadataFormat;

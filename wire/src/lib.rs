@@ -28,9 +28,10 @@ pub mod v3;
 
 pub use auth_message::AUTH_DISABLED_PLUGIN_NAME;
 pub use entry_body::{
-    encode_entry_body_crc32c, entry_body_last_add_confirmed, explicit_lac_body_last_add_confirmed,
-    verify_entry_body_crc32c, MasterKey, DIGEST_CRC32C_SIZE, ENTRY_BODY_SIZE_MIN,
-    ENTRY_METADATA_SIZE, MASTER_KEY_BENCH_PASSWORD, MASTER_KEY_EMPTY_PASSWORD, MASTER_KEY_SIZE,
+    encode_entry_body_crc32, encode_entry_body_crc32c, entry_body_last_add_confirmed,
+    explicit_lac_body_last_add_confirmed, verify_entry_body_crc32, verify_entry_body_crc32c,
+    MasterKey, DIGEST_CRC32C_SIZE, DIGEST_CRC32_SIZE, ENTRY_BODY_SIZE_MIN, ENTRY_METADATA_SIZE,
+    MASTER_KEY_BENCH_PASSWORD, MASTER_KEY_EMPTY_PASSWORD, MASTER_KEY_SIZE,
 };
 pub use error::DecodeError;
 pub use frame::{

@@ -113,6 +113,18 @@ impl<D: Disk> Journal<D> {
         &self.stats
     }
 
+    /// True when the copy of `entry` that reads find first lies in `segment`: a damaged copy
+    /// there is the one to repair. Memory only.
+    #[must_use]
+    pub fn entry_current_in(
+        &self,
+        ledger: LedgerId,
+        entry: crate::ids::EntryId,
+        segment: crate::ids::SegmentId,
+    ) -> bool {
+        self.index.entry_current_in(ledger, entry, segment)
+    }
+
     /// The scrubber's state (docs/scrub.md), for the HTTP API and tests.
     #[must_use]
     pub fn scrub_state(&self) -> ScrubState {

@@ -434,6 +434,18 @@ impl<D: Disk> Journal<D> {
         let job = scrub.job.as_mut().expect("a job runs");
         let held = &disk.buffer(scrub.buffer)[..job.chunk_length];
         let mut report = |found: Found, file: FileId, entry: Option<(LedgerId, EntryId)>| {
+            // A damaged record whose entry a repair has since written again elsewhere: reads
+            // find the new copy first, so the old damage no longer matters.
+            let superseded = match (file, entry) {
+                (FileId::Segment(segment), Some((ledger, entry))) => {
+                    !index.entry_current_in(ledger, entry, segment)
+                }
+                _ => false,
+            };
+            if superseded {
+                stats.scrub_damage_superseded += 1;
+                return;
+            }
             match found.1 {
                 Damage::IndexFile(_)
                 | Damage::IndexGeneration { .. }

@@ -45,6 +45,9 @@ pub struct Stats {
     pub scrub_damage_records: u64,
     pub scrub_damage_index: u64,
     pub scrub_read_failures: u64,
+    /// Damaged records found again after a repair wrote their entry elsewhere (or after the
+    /// entry was deleted): no longer read, not reported again.
+    pub scrub_damage_superseded: u64,
     /// Bytes the disk read for reads: their own records, index pages and read-ahead windows.
     pub read_disk_bytes: u64,
     /// Reads that waited for the pace to admit their window (`read_pace.rs`).

@@ -47,6 +47,8 @@ pub struct ServerFlags {
     pub writable_dirs: u64,
     /// Collection rounds run early because a shard was under disk pressure.
     pub gc_rounds_forced: u64,
+    /// What became of the repairs the shards asked for (docs/scrub.md, "Repair").
+    pub repairs: crate::router::RepairCounts,
 }
 
 /// The totals at the start of the current and the previous window, so quantiles cover
@@ -99,6 +101,32 @@ pub fn render(
         "collection rounds run early because a shard was under disk pressure",
     );
     sample(out, forced, "", flags.gc_rounds_forced);
+    let repairs = [
+        (
+            "ringlog_repair_copied_total",
+            "good copies of damaged entries read from other bookies and sent to their shard",
+            flags.repairs.copied,
+        ),
+        (
+            "ringlog_repair_marked_total",
+            "damaged entries without a good copy anywhere: their ledger marked under-replicated",
+            flags.repairs.marked,
+        ),
+        (
+            "ringlog_repair_failed_total",
+            "repairs that could not finish (ZooKeeper, a full mailbox); the next scrub cycle asks again",
+            flags.repairs.failed,
+        ),
+        (
+            "ringlog_repair_dropped_total",
+            "repair requests dropped because the repairer's queue was full",
+            flags.repairs.dropped,
+        ),
+    ];
+    for (name, help, value) in repairs {
+        family(out, name, "counter", help);
+        sample(out, name, "", value);
+    }
     render_errors(out, total);
     render_gauges(out, total, shards);
     render_histograms(out, total);
@@ -408,6 +436,16 @@ fn render_counters(out: &mut String, total: &ShardValues) {
             "ringlog_scrub_damage_index_total",
             "damage the scrubber found in index files",
             s.scrub_damage_index,
+        ),
+        (
+            "ringlog_repair_requested_total",
+            "damaged entries the shards asked the repairer to repair",
+            s.repairs_requested,
+        ),
+        (
+            "ringlog_repair_written_total",
+            "good copies of damaged entries journaled durably in their place",
+            s.repairs_written,
         ),
         (
             "ringlog_scrub_read_failures_total",

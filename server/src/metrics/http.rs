@@ -376,6 +376,7 @@ impl Endpoint {
             read_only: self.router.any_read_only(),
             writable_dirs: u64::try_from(writable_dirs).expect("at most DATA_DIRS_MAX"),
             gc_rounds_forced: self.router.gc_rounds_forced(),
+            repairs: self.router.repair_counts(),
         };
         let since = self.window.advance(&total, Instant::now());
         let mut out = std::mem::take(&mut self.exposition);

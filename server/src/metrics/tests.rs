@@ -14,6 +14,7 @@ fn rendered(total: &ShardValues, shards: &[ShardValues], read_only: bool) -> Str
         read_only,
         writable_dirs: u64::from(!read_only),
         gc_rounds_forced: 3,
+        repairs: crate::router::RepairCounts::default(),
     };
     render(&mut out, total, shards, &ShardValues::default(), flags);
     out

@@ -15,6 +15,7 @@
 use super::gc_metadata::{path_join, Metadata, ReadError, RoundError};
 use super::ledger_layout::{layout_parse, ledger_path, Manager, LAYOUT_ZNODE};
 use super::ledger_metadata::metadata_parse;
+use super::underreplication::underreplicated_path;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -22,7 +23,6 @@ use std::time::{Duration, Instant};
 /// `ROOT/underreplication/ledgers/<4 hex>/<4 hex>/<4 hex>/<4 hex>/urL<id, 10 digits>` and
 /// replication locks at `ROOT/underreplication/locks/urL<id, 10 digits>`.
 const UNDERREPLICATION_ZNODE: &str = "underreplication";
-const UNDERREPLICATION_LEDGERS_ZNODE: &str = "ledgers";
 const UNDERREPLICATION_LOCKS_ZNODE: &str = "locks";
 const UNDERREPLICATION_PREFIX: &str = "urL";
 
@@ -38,22 +38,6 @@ pub(super) struct CheckOutcome {
     /// Ledgers over-replicated by their metadata but marked under-replicated or locked for
     /// replication (kept).
     pub ledgers_replicating: u64,
-}
-
-/// The path of the marker that says `ledger` is under-replicated.
-#[must_use]
-pub(super) fn underreplicated_path(root: &str, ledger: i64) -> String {
-    assert!(ledger >= 0);
-    let bits = u64::try_from(ledger).expect("asserted non-negative");
-    let part = |shift: u32| format!("{:04x}", (bits >> shift) & 0xffff);
-    let base = path_join(root, UNDERREPLICATION_ZNODE);
-    format!(
-        "{base}/{UNDERREPLICATION_LEDGERS_ZNODE}/{}/{}/{}/{}/{UNDERREPLICATION_PREFIX}{ledger:010}",
-        part(48),
-        part(32),
-        part(16),
-        part(0)
-    )
 }
 
 /// The path of the lock a replication worker holds while it re-replicates `ledger`.

@@ -1,6 +1,8 @@
 //! A ledger's metadata znode as BookKeeper 4.x clients write it (`meta/LedgerMetadataSerDe`),
-//! parsed as a pure function for the over-replication check (docs/gc.md): only the state and
-//! the ensemble history, the two things that decide whether this bookie may drop a ledger.
+//! parsed as a pure function for the over-replication check (docs/gc.md) and the repairer
+//! (docs/scrub.md): the state and the ensemble history, which decide whether this bookie may
+//! drop a ledger; the quorum sizes and segment starts, which say which bookies hold an entry
+//! (`write_set`); and the digest type, which says whether a peer's copy can be checked.
 //!
 //! Every format starts with the header line `BookieMetadataFormatVersion\t<N>\n`, then:
 //! - 3 (written since 4.9): `LedgerMetadataFormat` in binary protobuf, length-delimited (a
@@ -13,10 +15,12 @@
 //!
 //! The parser is stricter than BookKeeper's: anything it does not recognise is an error, and
 //! the caller keeps a ledger whose metadata is an error. A wrong "closed" or a lost ensemble
-//! member could delete a replica; a refusal only keeps one.
+//! member could delete a replica; a refusal only keeps one. Fields the protobuf declares
+//! `required` and this module reads (`quorumSize`, `ensembleSize`, a segment's `firstEntryId`)
+//! must be present, as protobuf-java insists.
 
 use prost::Message;
-use wire::ledger_metadata::{LedgerMetadataFormat, State};
+use wire::ledger_metadata::{self as proto, LedgerMetadataFormat, State};
 
 /// The first bytes of every version (`LedgerMetadataSerDe.VERSION_KEY_BYTES`).
 const HEADER_KEY: &[u8] = b"BookieMetadataFormatVersion\t";
@@ -39,7 +43,21 @@ pub enum LedgerState {
     Closed,
 }
 
-/// What the collector needs of a ledger's metadata.
+/// How the writer digested each entry body (`LedgerMetadataFormat.DigestType` of
+/// DataFormats.proto; `DigestManager.instantiate` picks the manager by it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DigestType {
+    /// `CRC32DigestManager`: IEEE CRC-32 as an 8-byte long; a bookie can check it.
+    Crc32,
+    /// `MacDigestManager`: HMAC-SHA1 keyed by the password, which a bookie does not hold.
+    Hmac,
+    /// `CRC32CDigestManager`: CRC-32C as a 4-byte int; a bookie can check it.
+    Crc32c,
+    /// `DummyDigestManager`: no digest at all.
+    Dummy,
+}
+
+/// What the collector and the repairer need of a ledger's metadata.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LedgerMetadata {
     /// 1, 2 or 3.
@@ -47,9 +65,65 @@ pub struct LedgerMetadata {
     pub state: LedgerState,
     /// Every ensemble of the ledger's history, in order: the bookie ids (`host:port`) of each.
     pub ensembles: Vec<Vec<String>>,
+    /// The first entry id of each ensemble, parallel to `ensembles`: ensemble `i` holds the
+    /// entries from `segment_first_entries[i]` to the next segment's first entry, exclusive.
+    pub segment_first_entries: Vec<i64>,
+    /// Bookies per ensemble (`ensembleSize`; version 1's second line).
+    pub ensemble_size: u32,
+    /// Bookies each entry is written to (`quorumSize`; version 1's first line).
+    pub write_quorum_size: u32,
+    /// The writer's digest type (`digestType`), `None` when the metadata does not say: version
+    /// 1 has no such field, and BookKeeper writes it only together with the password
+    /// (`hasPassword` before 4.9, always since), so its absence means a ledger whose readers
+    /// bring their own digest type. `None` also stands for a version 3 number BookKeeper does
+    /// not define (protobuf-java keeps it as an unknown field). `LedgerMetadataSerDe` reads
+    /// `digestType` only beside a `password`; as the two come together, this parser does not
+    /// look at the password.
+    pub digest_type: Option<DigestType>,
 }
 
 impl LedgerMetadata {
+    /// The ids of the bookies that hold `entry`, in BookKeeper's write order
+    /// (`RoundRobinDistributionSchedule.getWriteSet` on the ensemble of
+    /// `LedgerMetadata.getEnsembleAt`): the ensemble of the last segment whose first entry is
+    /// at most `entry`, members `(entry + i) % ensemble_size` for `i` in
+    /// `0..write_quorum_size`.
+    ///
+    /// `None` when no segment covers `entry` (negative, or before the first segment) or when
+    /// the metadata cannot say (a write quorum of 0 or above the ensemble size, an ensemble
+    /// whose member count is not the ensemble size, segments not in increasing order: all of
+    /// which `LedgerMetadataBuilder` refuses). A guess could send the repairer to a bookie
+    /// that never held the entry.
+    #[must_use]
+    pub fn write_set(&self, entry: i64) -> Option<Vec<&str>> {
+        let entry_index = u64::try_from(entry).ok()?;
+        let ensemble_size = u64::from(self.ensemble_size);
+        let write_quorum_size = u64::from(self.write_quorum_size);
+        if write_quorum_size == 0 || write_quorum_size > ensemble_size {
+            return None;
+        }
+        if self.segment_first_entries.len() != self.ensembles.len()
+            || !self.segment_first_entries.is_sorted_by(|a, b| a < b)
+        {
+            return None;
+        }
+        let covering = self
+            .segment_first_entries
+            .partition_point(|&first| first <= entry);
+        let ensemble = self.ensembles.get(covering.checked_sub(1)?)?;
+        if u64::try_from(ensemble.len()).ok()? != ensemble_size {
+            return None;
+        }
+        (0..write_quorum_size)
+            .map(|offset| {
+                // `entry_index % ensemble_size + offset` stays below 2^33: no overflow.
+                let member = (entry_index % ensemble_size + offset) % ensemble_size;
+                let member = usize::try_from(member).ok()?;
+                ensemble.get(member).map(String::as_str)
+            })
+            .collect()
+    }
+
     /// Whether `bookie` is a member of any ensemble of the history (BookKeeper compares ids as
     /// strings, `BookieId.equals`).
     #[must_use]
@@ -87,6 +161,12 @@ pub enum MetadataError {
     State,
     /// More segments than `SEGMENTS_MAX`.
     SegmentsTooMany { count: usize },
+    /// Version 2 or 3: a required field this parser reads is absent.
+    FieldMissing { field: &'static str },
+    /// A quorum or ensemble size below zero.
+    SizeNegative { field: &'static str, value: i64 },
+    /// Version 2: a digest type name BookKeeper does not define.
+    DigestType,
 }
 
 impl std::fmt::Display for MetadataError {
@@ -102,6 +182,9 @@ impl std::fmt::Display for MetadataError {
             MetadataError::SegmentsTooMany { count } => {
                 write!(f, "{count} segments, more than {SEGMENTS_MAX}")
             }
+            MetadataError::FieldMissing { field } => write!(f, "no {field}"),
+            MetadataError::SizeNegative { field, value } => write!(f, "{field} is {value}"),
+            MetadataError::DigestType => write!(f, "unknown digest type"),
         }
     }
 }
@@ -165,16 +248,41 @@ fn v3_parse(body: &[u8]) -> Result<LedgerMetadata, MetadataError> {
         Ok(State::Closed) => LedgerState::Closed,
         Err(_) => return Err(MetadataError::State),
     };
-    let ensembles = format
-        .segment
-        .into_iter()
-        .map(|segment| segment.ensemble_member)
-        .collect();
+    let write_quorum_size = size("quorumSize", format.quorum_size.map(i64::from))?;
+    let ensemble_size = size("ensembleSize", format.ensemble_size.map(i64::from))?;
+    let mut ensembles = Vec::with_capacity(format.segment.len());
+    let mut segment_first_entries = Vec::with_capacity(format.segment.len());
+    for segment in format.segment {
+        let first = segment.first_entry_id.ok_or(MetadataError::FieldMissing {
+            field: "firstEntryId",
+        })?;
+        segment_first_entries.push(first);
+        ensembles.push(segment.ensemble_member);
+    }
+    let digest_type = format
+        .digest_type
+        .and_then(|number| proto::DigestType::try_from(number).ok())
+        .map(|digest_type| match digest_type {
+            proto::DigestType::Crc32 => DigestType::Crc32,
+            proto::DigestType::Hmac => DigestType::Hmac,
+            proto::DigestType::Crc32c => DigestType::Crc32c,
+            proto::DigestType::Dummy => DigestType::Dummy,
+        });
     Ok(LedgerMetadata {
         format_version: 3,
         state,
         ensembles,
+        segment_first_entries,
+        ensemble_size,
+        write_quorum_size,
+        digest_type,
     })
+}
+
+/// A quorum or ensemble size: present and not negative.
+fn size(field: &'static str, value: Option<i64>) -> Result<u32, MetadataError> {
+    let value = value.ok_or(MetadataError::FieldMissing { field })?;
+    u32::try_from(value).map_err(|_| MetadataError::SizeNegative { field, value })
 }
 
 /// Version 1: `quorum\nensemble size\nlength\n`, segment lines, an optional CLOSED line.
@@ -185,14 +293,18 @@ fn v1_parse(body: &[u8]) -> Result<LedgerMetadata, MetadataError> {
         .split('\n')
         .enumerate()
         .map(|(index, line)| (index + 2, line));
-    for _ in 0..3 {
-        let (line, value) = lines.next().ok_or(MetadataError::Text { line: 2 })?;
-        value
-            .parse::<i64>()
-            .map_err(|_| MetadataError::Text { line })?;
-    }
+    // Write quorum, ensemble size (`Integer.parseInt`), length (`Long.parseLong`).
+    let (line, value) = lines.next().ok_or(MetadataError::Text { line: 2 })?;
+    let write_quorum_size = v1_size("quorumSize", line, value)?;
+    let (line, value) = lines.next().ok_or(MetadataError::Text { line: 3 })?;
+    let ensemble_size = v1_size("ensembleSize", line, value)?;
+    let (line, value) = lines.next().ok_or(MetadataError::Text { line: 4 })?;
+    value
+        .parse::<i64>()
+        .map_err(|_| MetadataError::Text { line })?;
     let mut state = LedgerState::Open;
     let mut ensembles = Vec::new();
+    let mut segment_first_entries = Vec::new();
     for (line, value) in lines.by_ref() {
         // An open ledger's text ends with the newline of its last segment line.
         if value.is_empty() {
@@ -202,7 +314,7 @@ fn v1_parse(body: &[u8]) -> Result<LedgerMetadata, MetadataError> {
         let [first, rest @ ..] = fields.as_slice() else {
             return Err(MetadataError::Text { line });
         };
-        first
+        let first_entry = first
             .parse::<i64>()
             .map_err(|_| MetadataError::Text { line })?;
         if rest == ["CLOSED"] {
@@ -217,6 +329,7 @@ fn v1_parse(body: &[u8]) -> Result<LedgerMetadata, MetadataError> {
             return Err(MetadataError::Text { line });
         }
         ensembles.push(rest.iter().map(|member| (*member).to_string()).collect());
+        segment_first_entries.push(first_entry);
     }
     // BookKeeper stops reading at CLOSED; anything but empty lines after it (or after an
     // empty line) is not what it writes.
@@ -227,19 +340,31 @@ fn v1_parse(body: &[u8]) -> Result<LedgerMetadata, MetadataError> {
         format_version: 1,
         state,
         ensembles,
+        segment_first_entries,
+        ensemble_size,
+        write_quorum_size,
+        digest_type: None,
     })
 }
 
-/// Version 2: protobuf text format as protobuf-java prints it. Only `state` and the
-/// `ensembleMember`s of top-level `segment` blocks are read; every other line must still be a
-/// `name: value`, `name {` or `}` line, and the state must appear exactly once.
+fn v1_size(field: &'static str, line: usize, value: &str) -> Result<u32, MetadataError> {
+    let number = value
+        .parse::<i32>()
+        .map_err(|_| MetadataError::Text { line })?;
+    size(field, Some(i64::from(number)))
+}
+
+/// Version 2: protobuf text format as protobuf-java prints it. Only `state`, `quorumSize`,
+/// `ensembleSize`, `digestType`, and the `ensembleMember`s and `firstEntryId` of top-level
+/// `segment` blocks are read; every other line must still be a `name: value`, `name {` or `}`
+/// line, and each field read must appear at most once (state, the sizes and each segment's
+/// first entry exactly once).
 fn v2_parse(body: &[u8]) -> Result<LedgerMetadata, MetadataError> {
     let text = std::str::from_utf8(body).map_err(|_| MetadataError::Text { line: 2 })?;
     // The open block (messages nest one level here): `Some(index)` for a segment, its index
     // in `ensembles`; `None` for another (customMetadata).
     let mut blocks: Vec<Option<usize>> = Vec::new();
-    let mut state = None;
-    let mut ensembles: Vec<Vec<String>> = Vec::new();
+    let mut fields = V2Fields::default();
     for (index, raw) in text.split('\n').enumerate() {
         let line = index + 2;
         let error = MetadataError::Text { line };
@@ -260,39 +385,116 @@ fn v2_parse(body: &[u8]) -> Result<LedgerMetadata, MetadataError> {
             if !identifier(name) || !blocks.is_empty() {
                 return Err(error);
             }
-            let segment = blocks.is_empty() && name == "segment";
+            let segment = name == "segment";
             if segment {
-                ensembles.push(Vec::new());
+                fields.ensembles.push(Vec::new());
+                fields.segment_first_entries.push(None);
             }
-            blocks.push(segment.then(|| ensembles.len() - 1));
+            blocks.push(segment.then(|| fields.ensembles.len() - 1));
             continue;
         };
-        match (blocks.last(), name) {
-            (None, "state") => {
-                if state.is_some() {
-                    return Err(error);
-                }
-                state = Some(v2_state(value)?);
-            }
-            (Some(Some(segment)), "ensembleMember") => {
-                let member = v2_string(value).ok_or(error)?;
-                ensembles[*segment].push(member.to_string());
-            }
-            _ => {}
-        }
+        fields.read(blocks.last().copied(), name, value, line)?;
     }
     if !blocks.is_empty() {
         return Err(MetadataError::Text {
             line: text.split('\n').count() + 1,
         });
     }
-    // `state` is a required field: protobuf-java refuses a message without it.
-    let state = state.ok_or(MetadataError::State)?;
-    Ok(LedgerMetadata {
-        format_version: 2,
-        state,
-        ensembles,
-    })
+    fields.finish()
+}
+
+/// What version 2's lines have said so far.
+#[derive(Default)]
+struct V2Fields {
+    state: Option<LedgerState>,
+    write_quorum_size: Option<i64>,
+    ensemble_size: Option<i64>,
+    digest_type: Option<DigestType>,
+    ensembles: Vec<Vec<String>>,
+    segment_first_entries: Vec<Option<i64>>,
+}
+
+impl V2Fields {
+    /// One `name: value` line, in `block` (`None` at the top, `Some(None)` in a block that is
+    /// not a segment, `Some(Some(index))` in segment `index`).
+    fn read(
+        &mut self,
+        block: Option<Option<usize>>,
+        name: &str,
+        value: &str,
+        line: usize,
+    ) -> Result<(), MetadataError> {
+        let error = MetadataError::Text { line };
+        let number = || value.parse::<i64>().map_err(|_| error.clone());
+        // The sizes are `int32`s: protobuf-java refuses a value out of range.
+        let size = || {
+            value
+                .parse::<i32>()
+                .map(i64::from)
+                .map_err(|_| error.clone())
+        };
+        let once = |slot: bool| if slot { Err(error.clone()) } else { Ok(()) };
+        match (block, name) {
+            (None, "state") => {
+                once(self.state.is_some())?;
+                self.state = Some(v2_state(value)?);
+            }
+            (None, "quorumSize") => {
+                once(self.write_quorum_size.is_some())?;
+                self.write_quorum_size = Some(size()?);
+            }
+            (None, "ensembleSize") => {
+                once(self.ensemble_size.is_some())?;
+                self.ensemble_size = Some(size()?);
+            }
+            (None, "digestType") => {
+                once(self.digest_type.is_some())?;
+                self.digest_type = Some(v2_digest_type(value)?);
+            }
+            (Some(Some(segment)), "ensembleMember") => {
+                let member = v2_string(value).ok_or(error)?;
+                self.ensembles[segment].push(member.to_string());
+            }
+            (Some(Some(segment)), "firstEntryId") => {
+                once(self.segment_first_entries[segment].is_some())?;
+                self.segment_first_entries[segment] = Some(number()?);
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> Result<LedgerMetadata, MetadataError> {
+        // `state` is a required field: protobuf-java refuses a message without it.
+        let state = self.state.ok_or(MetadataError::State)?;
+        let segment_first_entries = self
+            .segment_first_entries
+            .into_iter()
+            .collect::<Option<Vec<i64>>>()
+            .ok_or(MetadataError::FieldMissing {
+                field: "firstEntryId",
+            })?;
+        Ok(LedgerMetadata {
+            format_version: 2,
+            state,
+            ensembles: self.ensembles,
+            segment_first_entries,
+            ensemble_size: size("ensembleSize", self.ensemble_size)?,
+            write_quorum_size: size("quorumSize", self.write_quorum_size)?,
+            digest_type: self.digest_type,
+        })
+    }
+}
+
+/// A version 2 digest type name; protobuf-java refuses a name its enum lacks.
+fn v2_digest_type(value: &str) -> Result<DigestType, MetadataError> {
+    match value {
+        "CRC32" => Ok(DigestType::Crc32),
+        "HMAC" => Ok(DigestType::Hmac),
+        "CRC32C" => Ok(DigestType::Crc32c),
+        "DUMMY" => Ok(DigestType::Dummy),
+        _ => Err(MetadataError::DigestType),
+    }
 }
 
 fn v2_state(value: &str) -> Result<LedgerState, MetadataError> {

@@ -37,8 +37,11 @@ struct Bookie {
 /// process exits, as it does for a shard.
 pub(super) fn thread_main(control: Control) {
     let _exit_on_panic = ExitOnPanic;
+    // IO for the repairer's connections to other bookies (`repair.rs`); zookeeper-client
+    // brings its own reactor.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
+        .enable_io()
         .build();
     match runtime {
         Ok(runtime) => runtime.block_on(run(control)),
@@ -84,12 +87,15 @@ async fn run(control: Control) {
                 path: control.paths.registration(place, &bookie.id.id),
                 id: bookie.id.id.clone(),
             }));
-            // The collector runs beside the registration loop, on this thread; it needs the
-            // id to tell the ensembles that name this bookie.
+            // The collector and the repairer run beside the registration loop, on this
+            // thread; they need the id to tell the ensembles that name this bookie.
             let id = bookie.id.id.clone();
             both(
                 serve(&control, client, bookie),
-                super::gc::collect(&control, &id),
+                both(
+                    super::gc::collect(&control, &id),
+                    super::repair::repairs(&control, &id),
+                ),
             )
             .await;
         }

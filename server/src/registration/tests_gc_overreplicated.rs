@@ -2,11 +2,12 @@
 //! safety rules against a fake metadata store, and the grace period with an injected clock.
 
 use super::gc_metadata::{Metadata, ReadError, RoundError};
-use super::gc_overreplicated::{
-    check, replication_lock_path, underreplicated_path, Candidates, CheckOutcome,
-};
+use super::gc_overreplicated::{check, replication_lock_path, Candidates, CheckOutcome};
 use super::ledger_layout::{form_hybrid, ledger_path, Form};
-use super::ledger_metadata::{metadata_parse, LedgerMetadata, LedgerState, MetadataError};
+use super::ledger_metadata::{
+    metadata_parse, DigestType, LedgerMetadata, LedgerState, MetadataError,
+};
+use super::underreplication::underreplicated_path;
 use prost::Message;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -102,36 +103,76 @@ fn metadata_bookkeeper_wrote_parses() {
     ]);
     let bk = ensembles(&[&["192.0.2.1:1234", "192.0.2.2:1234", "192.0.2.3:1234"]]);
     let bk_v3 = ensembles(&[&["192.0.2.1:3181", "192.0.2.2:3181", "192.0.2.3:3181"]]);
+    // (write quorum, ensemble size, segment first entries, digest type)
+    let (crc32, crc32c) = (Some(DigestType::Crc32), Some(DigestType::Crc32c));
     let cases = [
         (
             CLOSED_TWO_SEGMENTS,
             3,
             LedgerState::Closed,
             two_segments.clone(),
+            (2, 2, vec![0, 100], crc32c),
         ),
         (
             OPEN,
             3,
             LedgerState::Open,
             ensembles(&[&["127.0.0.1:3181", "127.0.0.2:3181", "127.0.0.3:3181"]]),
+            (2, 3, vec![0], crc32c),
         ),
         (
             CLOSED_EMPTY,
             3,
             LedgerState::Closed,
             ensembles(&[&["127.0.0.2:3181"]]),
+            (1, 1, vec![0], Some(DigestType::Hmac)),
         ),
-        (CLOSED_V1, 1, LedgerState::Closed, two_segments.clone()),
-        (CLOSED_V2, 2, LedgerState::Closed, two_segments),
-        (BK_V1_IN_RECOVERY, 1, LedgerState::InRecovery, bk.clone()),
-        (BK_V2_IN_RECOVERY, 2, LedgerState::InRecovery, bk),
-        (BK_V3_OPEN, 3, LedgerState::Open, bk_v3),
+        (
+            CLOSED_V1,
+            1,
+            LedgerState::Closed,
+            two_segments.clone(),
+            (2, 2, vec![0, 5], None),
+        ),
+        (
+            CLOSED_V2,
+            2,
+            LedgerState::Closed,
+            two_segments,
+            (2, 2, vec![0, 5], crc32),
+        ),
+        (
+            BK_V1_IN_RECOVERY,
+            1,
+            LedgerState::InRecovery,
+            bk.clone(),
+            (2, 3, vec![0], None),
+        ),
+        (
+            BK_V2_IN_RECOVERY,
+            2,
+            LedgerState::InRecovery,
+            bk,
+            (2, 3, vec![0], crc32),
+        ),
+        (
+            BK_V3_OPEN,
+            3,
+            LedgerState::Open,
+            bk_v3,
+            (2, 3, vec![0], crc32c),
+        ),
     ];
-    for (encoded, format_version, state, ensembles) in cases {
+    for (encoded, format_version, state, ensembles, sizes) in cases {
+        let (write_quorum_size, ensemble_size, segment_first_entries, digest_type) = sizes;
         let expected = LedgerMetadata {
             format_version,
             state,
             ensembles,
+            segment_first_entries,
+            ensemble_size,
+            write_quorum_size,
+            digest_type,
         };
         assert_eq!(metadata_parse(&base64(encoded)), Ok(expected), "{encoded}");
     }
@@ -166,6 +207,10 @@ fn only_closed_ledgers_without_us_are_overreplicated() {
         format_version: 3,
         state: LedgerState::Closed,
         ensembles: Vec::new(),
+        segment_first_entries: Vec::new(),
+        ensemble_size: 2,
+        write_quorum_size: 2,
+        digest_type: None,
     };
     assert!(!no_history.overreplicated_on(US));
 }
@@ -193,6 +238,7 @@ fn format_of(state: Option<i32>, members: &[&[&str]]) -> LedgerMetadataFormat {
             })
             .collect(),
         ack_quorum_size: Some(2),
+        digest_type: None,
     }
 }
 
@@ -205,7 +251,13 @@ fn our_encoding_matches_bookkeepers() {
         &[&["127.0.0.1:3181", "127.0.0.2:3181", "127.0.0.3:3181"]],
     );
     let ours = metadata_parse(&v3(&format)).unwrap();
-    assert_eq!(ours, metadata_parse(&base64(OPEN)).unwrap());
+    // `format_of` says ensemble size 2 and no digest type.
+    let open = LedgerMetadata {
+        ensemble_size: 2,
+        digest_type: None,
+        ..metadata_parse(&base64(OPEN)).unwrap()
+    };
+    assert_eq!(ours, open);
 }
 
 #[test]

@@ -30,7 +30,10 @@ impl Shard {
                 Event::ReadDone { token, slot } => self.on_read_done(token, slot),
                 // Only v3 DEFERRED_SYNC adds are reported merely written.
                 Event::Written { token } => self.on_written(token),
-                Event::Damage(found) => self.on_damage(found),
+                Event::Damage(found) => {
+                    self.on_damage(found);
+                    self.repair_request(&found);
+                }
             }
         }
         self.events = events;
@@ -63,6 +66,10 @@ impl Shard {
 
     pub(super) fn on_durable(&mut self, token: u64, durable: bool) {
         let token = Token::decode(token);
+        if token.client == super::repair::REPAIR_CLIENT {
+            self.repair_durable(token, durable);
+            return;
+        }
         let connections_max = self.config.connections_max;
         let Some(client) = client_find(
             &mut self.connections.slots,

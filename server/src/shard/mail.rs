@@ -22,6 +22,11 @@ impl Shard {
                 }
                 Mail::Replies { records } => self.replies_deliver(&records),
                 Mail::DeleteLedgers { ledgers } => self.ledgers_delete(&ledgers),
+                Mail::RepairEntry {
+                    ledger,
+                    entry,
+                    body,
+                } => self.repair_apply(ledger, entry, &body),
             }
         }
     }

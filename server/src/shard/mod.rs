@@ -15,6 +15,7 @@ mod decode;
 mod events;
 mod mail;
 mod publish;
+mod repair;
 mod sends;
 mod startup;
 mod timeouts;
@@ -220,6 +221,8 @@ struct Shard {
     tls: Option<crate::tls::TlsContext>,
     /// Handshake flights processed this turn (`TLS_HANDSHAKES_PER_TURN_MAX`).
     tls_handshakes_this_turn: u32,
+    /// Repair copies journaled and not yet durable (`repair.rs`), by token slot.
+    repairs_in_flight: Vec<Option<repair::RepairInFlight>>,
 }
 
 /// The connection slots: a slot's index is the client index in tokens, and its generation

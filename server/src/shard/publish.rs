@@ -97,6 +97,8 @@ impl Shard {
             scrub_damage_records: journal.scrub_damage_records,
             scrub_damage_index: journal.scrub_damage_index,
             scrub_read_failures: journal.scrub_read_failures,
+            repairs_requested: stats.repairs_requested,
+            repairs_written: stats.repairs_written,
             scrub_enabled: u64::from(scrub.enabled),
             scrub_segment_next: u64::from(scrub.position.segment_next.0),
             scrub_cycle_start: u64::from(scrub.position.cycle_start.0),

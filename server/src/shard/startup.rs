@@ -236,6 +236,7 @@ impl Shard {
             connection_errors_logged: (Instant::now(), [0; 3]),
             tls,
             tls_handshakes_this_turn: 0,
+            repairs_in_flight: vec![None; limits::REPAIRS_IN_FLIGHT_MAX],
             config,
         }
     }

@@ -14,7 +14,7 @@ use wire::code;
 use wire::ledger_metadata::{LedgerMetadataFormat, Segment, State};
 use zookeeper_client::CreateMode;
 
-const LAYOUT_HIERARCHICAL: &[u8] =
+pub(crate) const LAYOUT_HIERARCHICAL: &[u8] =
     b"2\norg.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory:1";
 const GC_INTERVAL_MS: &str = "500";
 /// 1 MiB segments: each ledger below fills three, so whole segments belong to one ledger.
@@ -38,7 +38,7 @@ const LEDGERS: [(i64, bool); 6] = [
 
 /// The metadata path BookKeeper's hierarchical manager uses (`util/StringUtils.java`,
 /// `getHybridHierarchicalLedgerPath`), written independently of the server's code.
-fn ledger_znode(root: &str, ledger: i64) -> String {
+pub(crate) fn ledger_znode(root: &str, ledger: i64) -> String {
     if ledger < i64::from(i32::MAX) {
         let id = format!("{ledger:010}");
         format!("{root}/{}/{}/L{}", &id[..2], &id[2..6], &id[6..])
@@ -290,6 +290,7 @@ fn metadata_v3(state: State, members: &[&str]) -> Vec<u8> {
             first_entry_id: Some(0),
         }],
         ack_quorum_size: Some(2),
+        digest_type: None,
     };
     let mut bytes = b"BookieMetadataFormatVersion\t3\n".to_vec();
     format.encode_length_delimited(&mut bytes).unwrap();
@@ -298,7 +299,7 @@ fn metadata_v3(state: State, members: &[&str]) -> Vec<u8> {
 
 /// BookKeeper's under-replication marker of `ledger` (`ZkLedgerUnderreplicationManager`:
 /// the id's four 16-bit parts in hex, then `urL` and ten digits).
-fn underreplicated_znode(root: &str, ledger: i64) -> String {
+pub(crate) fn underreplicated_znode(root: &str, ledger: i64) -> String {
     let parts: Vec<String> = [48, 32, 16, 0]
         .iter()
         .map(|shift| format!("{:04x}", (ledger >> shift) & 0xffff))

@@ -21,6 +21,7 @@ mod hostile_load;
 mod large;
 mod metrics;
 mod registration;
+mod repair;
 mod scrub;
 mod startup;
 mod support;

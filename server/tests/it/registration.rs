@@ -105,7 +105,7 @@ impl Zk {
         self.runtime.block_on(self.client.check_stat(path)).unwrap()
     }
 
-    fn data(&self, path: &str) -> Vec<u8> {
+    pub(crate) fn data(&self, path: &str) -> Vec<u8> {
         self.runtime.block_on(self.client.get_data(path)).unwrap().0
     }
 
