@@ -287,6 +287,11 @@ pub const SCRUB_CHECKPOINT_SEGMENTS: u32 = 16;
 /// would otherwise flood the log); the counters count them all.
 pub const SCRUB_DAMAGE_EVENTS_PER_READ_MAX: usize = 16;
 
+/// Ranges without a sound record header the scrubber remembers per segment, to name the
+/// entries the index places there (a second pass over the slot pages); past it, damage is
+/// reported without its entries (and so not repaired).
+pub const SCRUB_DAMAGED_RANGES_MAX: usize = 64;
+
 const _: () = assert!(SCRUB_READ_SIZE % SECTOR_SIZE == 0);
 const _: () = assert!(SCRUB_BUFFER_SIZE % SECTOR_SIZE == 0);
 const _: () = assert!(SCRUB_BUFFER_SIZE >= RECORD_SIZE_MAX + SECTOR_SIZE);

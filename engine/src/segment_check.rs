@@ -361,6 +361,9 @@ pub enum Damage {
     },
     /// A slot points outside the segment's data, or the slots held do not match the runs.
     IndexSlots,
+    /// A client's read of the record failed its checks twice (`journal/reads.rs`): reported
+    /// so the entry is repaired without waiting for the scrubber.
+    FoundByRead,
 }
 
 /// Damage and where it is in its file, if at one place.

@@ -456,6 +456,8 @@ impl From<Damage> for ProblemReason {
             }
             Damage::IndexPage { page } => ProblemReason::IndexPage { page },
             Damage::IndexSlots => ProblemReason::IndexSlots,
+            // Only a server's reads find damage so; `verify` walks every record instead.
+            Damage::FoundByRead => ProblemReason::Payload(RecordError::ChecksumPayload),
         }
     }
 }

@@ -16,6 +16,7 @@ mod plan;
 mod resolve;
 
 use super::read_ahead::ReadAhead;
+use super::scrub::DamageFound;
 use super::{Event, Stats, TOKEN_READ};
 use crate::constants::{READ_WINDOW_WAITERS_MAX, SECTOR_SIZE};
 use crate::disk::{BufferId, Disk};
@@ -24,6 +25,7 @@ use crate::ids::FileId;
 use crate::ids::{EntryId, LedgerId, Location, Position, SegmentId};
 use crate::index::{SealedRun, Slot};
 use crate::record::{self, RecordKind};
+use crate::segment_check::Damage;
 use crate::stdx::{to_u64, to_usize};
 use std::collections::VecDeque;
 
@@ -293,6 +295,16 @@ impl Reads {
                 return;
             }
             self.slots[slot].state = ReadState::Failed(ReadError::Io);
+            let expected = Expected::of(&read);
+            if complete && expected.kind == RecordKind::Entry {
+                // Read twice, damaged twice: the repair a scrub would ask for, asked now.
+                events.push(Event::Damage(DamageFound {
+                    file: FileId::Segment(expected.location.segment),
+                    position: Some(expected.location.position.0),
+                    damage: Damage::FoundByRead,
+                    entry: Some((expected.ledger, expected.entry)),
+                }));
+            }
         } else {
             self.slots[slot].state = ReadState::Done;
         }

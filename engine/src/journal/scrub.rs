@@ -29,22 +29,18 @@
 //! that changed generation between two reads is checked again from its start, and one that
 //! is gone is left.
 
-use super::{Event, Journal, TOKEN_SCRUB};
+mod check;
+
+use super::{Journal, TOKEN_SCRUB};
 use crate::checkpoint::ScrubPosition;
 use crate::constants::{
-    SCRUB_CHECKPOINT_SEGMENTS, SCRUB_DAMAGE_EVENTS_PER_READ_MAX, SCRUB_READ_SIZE, SECTOR_SIZE,
-    SEGMENT_HEADER_SIZE,
+    SCRUB_CHECKPOINT_SEGMENTS, SCRUB_READ_SIZE, SECTOR_SIZE, SEGMENT_HEADER_SIZE,
 };
 use crate::disk::{BufferId, Disk, SubmitError};
 use crate::ids::{EntryId, FileId, LedgerId, SegmentId};
-use crate::index_file::{self, IndexHeader, RUN_TABLE_OFFSET};
-use crate::record::RecordKind;
-use crate::segment::decode_segment_header;
-use crate::segment_check::{
-    index_header_check, index_page_check, index_runs_check, ChainCheck, Chunk, Damage, Found,
-    RecordScan, RunsHeld, ScanStep, WalkEnd,
-};
-use crate::stdx::{align_up_u64, to_u64, to_usize};
+use crate::index_file::{self, IndexHeader, Run};
+use crate::segment_check::{ChainCheck, Damage, RecordScan, RunsHeld, WalkBad};
+use crate::stdx::to_u64;
 
 /// Damage the scrubber found, as `Event::Damage` reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,6 +68,21 @@ enum Phase {
     Records,
     /// Looking for the next sound record from `from`, after damage.
     Resync { from: u64 },
+    /// Reading the slot pages again from `page`, for the entries whose records lie in the
+    /// damaged ranges (their headers cannot say).
+    Identify { page: u64 },
+}
+
+/// Bytes of a segment where no sound record header was found: from a bad record (or padding)
+/// to the next sound record. The entries the index places there are the damaged ones.
+#[derive(Clone, Copy, Debug)]
+struct DamagedRange {
+    from: u64,
+    /// `u64::MAX` until the next sound record is found.
+    to: u64,
+    reason: WalkBad,
+    /// The index placed at least one entry in it.
+    identified: bool,
 }
 
 /// One segment's check.
@@ -95,6 +106,11 @@ struct Job {
     chain: ChainCheck,
     /// Damage found in this segment's records: their ends are not compared with the index.
     records_damaged: bool,
+    /// The index's runs (empty when the run table did not fit the buffer or is damaged):
+    /// which entry a slot holds.
+    runs: Vec<Run>,
+    /// Ranges without a sound record header, at most `SCRUB_DAMAGED_RANGES_MAX`.
+    damaged: Vec<DamagedRange>,
     /// Which file the buffer holds bytes of, and which bytes.
     chunk_file: Option<FileId>,
     chunk_start: u64,
@@ -376,6 +392,8 @@ impl<D: Disk> Journal<D> {
                 scan: RecordScan::new(segment, table.file_size, to_u64(SEGMENT_HEADER_SIZE)),
                 chain: ChainCheck::default(),
                 records_damaged: false,
+                runs: Vec::new(),
+                damaged: Vec::new(),
                 chunk_file: None,
                 chunk_start: 0,
                 chunk_length: 0,
@@ -418,243 +436,4 @@ impl<D: Disk> Journal<D> {
             }
         }
     }
-
-    /// Checks what the buffer holds and says what to read next.
-    fn scrub_next(&mut self) -> Next {
-        let mut damage_events = 0usize;
-        let no_runs = RunsHeld::default();
-        let Journal {
-            scrub,
-            disk,
-            stats,
-            events,
-            index,
-            ..
-        } = self;
-        let job = scrub.job.as_mut().expect("a job runs");
-        let held = &disk.buffer(scrub.buffer)[..job.chunk_length];
-        let mut report = |found: Found, file: FileId, entry: Option<(LedgerId, EntryId)>| {
-            // A damaged record whose entry a repair has since written again elsewhere: reads
-            // find the new copy first, so the old damage no longer matters.
-            let superseded = match (file, entry) {
-                (FileId::Segment(segment), Some((ledger, entry))) => {
-                    !index.entry_current_in(ledger, entry, segment)
-                }
-                _ => false,
-            };
-            if superseded {
-                stats.scrub_damage_superseded += 1;
-                return;
-            }
-            match found.1 {
-                Damage::IndexFile(_)
-                | Damage::IndexGeneration { .. }
-                | Damage::IndexPage { .. }
-                | Damage::IndexSlots => stats.scrub_damage_index += 1,
-                _ => stats.scrub_damage_records += 1,
-            }
-            if damage_events < SCRUB_DAMAGE_EVENTS_PER_READ_MAX {
-                damage_events += 1;
-                events.push(Event::Damage(DamageFound {
-                    file,
-                    position: found.0,
-                    damage: found.1,
-                    entry,
-                }));
-            }
-        };
-        let index_file = FileId::Index(job.segment);
-        let segment_file = FileId::Segment(job.segment);
-        loop {
-            let chunk = if job.chunk_file.is_some() {
-                Chunk {
-                    bytes: held,
-                    start: job.chunk_start,
-                }
-            } else {
-                Chunk::EMPTY
-            };
-            let chunk_end = chunk.start + to_u64(chunk.bytes.len());
-            match job.phase {
-                Phase::IndexHead => {
-                    let table_end = job.slot_table_offset;
-                    let wanted = to_usize(table_end.min(to_u64(scrub_buffer_size())));
-                    if job.chunk_file != Some(index_file) || chunk.start != 0 {
-                        return Next::Read {
-                            file: index_file,
-                            start: 0,
-                            length: wanted,
-                        };
-                    }
-                    let sector = &chunk.bytes[..SECTOR_SIZE.min(chunk.bytes.len())];
-                    match index_header_check(
-                        sector,
-                        job.segment,
-                        job.index_size,
-                        job.generation,
-                        job.file_size,
-                    ) {
-                        Ok(header) => job.header = Some(header),
-                        Err(found) => {
-                            report(found, index_file, None);
-                            // No trustworthy end of data: the records wait for a rebuilt index.
-                            return Next::Done;
-                        }
-                    }
-                    let header = job.header.expect("set");
-                    if to_u64(chunk.bytes.len()) >= table_end {
-                        let table = &chunk.bytes[to_usize(RUN_TABLE_OFFSET)..to_usize(table_end)];
-                        match index_runs_check(table, &header) {
-                            Ok(runs) => {
-                                let held = RunsHeld::new(&runs, |ledger| index.is_deleted(ledger));
-                                job.held_expected = Some(held);
-                            }
-                            Err(found) => report(found, index_file, None),
-                        }
-                    }
-                    job.phase = Phase::IndexPages { page: 0 };
-                }
-                Phase::IndexPages { page } => {
-                    if page >= job.pages {
-                        let expected = job.held_expected.as_ref().map(|held| held.expected);
-                        if expected.is_some_and(|expected| expected != job.held) {
-                            report((None, Damage::IndexSlots), index_file, None);
-                        }
-                        job.phase = Phase::SegmentHeader;
-                        continue;
-                    }
-                    let start = job.slot_table_offset + page * to_u64(SECTOR_SIZE);
-                    let inside = job.chunk_file == Some(index_file)
-                        && start >= chunk.start
-                        && start + to_u64(SECTOR_SIZE) <= chunk_end;
-                    if !inside {
-                        let length = (job.index_size - start).min(to_u64(SCRUB_READ_SIZE));
-                        return Next::Read {
-                            file: index_file,
-                            start,
-                            length: to_usize(length),
-                        };
-                    }
-                    let offset = to_usize(start - chunk.start);
-                    let header = job.header.expect("pages follow the header");
-                    let counted = job.held_expected.as_ref().unwrap_or(&no_runs);
-                    let page_bytes = &chunk.bytes[offset..offset + SECTOR_SIZE];
-                    match index_page_check(page_bytes, page, &header, counted) {
-                        Ok(count) => job.held += count,
-                        Err(found) => {
-                            // The count cannot be compared any more: this page is reported.
-                            job.held_expected = None;
-                            report(found, index_file, None);
-                        }
-                    }
-                    job.phase = Phase::IndexPages { page: page + 1 };
-                }
-                Phase::SegmentHeader => {
-                    if job.chunk_file != Some(segment_file) || chunk.start != 0 {
-                        let length = job.file_size.min(to_u64(SCRUB_READ_SIZE));
-                        return Next::Read {
-                            file: segment_file,
-                            start: 0,
-                            length: to_usize(length),
-                        };
-                    }
-                    let sector = &chunk.bytes[..SECTOR_SIZE.min(chunk.bytes.len())];
-                    let sound = decode_segment_header(sector, job.segment)
-                        .is_ok_and(|header| header.generation == job.generation);
-                    if !sound {
-                        report((Some(0), Damage::SegmentHeader), segment_file, None);
-                    }
-                    job.phase = Phase::Records;
-                }
-                Phase::Records => {
-                    let header = job.header.expect("records follow the index");
-                    let data_end = header.data_end;
-                    let chunk = if job.chunk_file == Some(segment_file) {
-                        chunk
-                    } else {
-                        Chunk::EMPTY
-                    };
-                    let end = match job.scan.next_step(chunk) {
-                        ScanStep::Need { start, length } => {
-                            return Next::Read {
-                                file: segment_file,
-                                start,
-                                length: scrub_read_length(start, length, job.file_size),
-                            };
-                        }
-                        ScanStep::Record(record) if record.position.0 < data_end => {
-                            if let Err(found) = job.chain.record(&record) {
-                                let entry = (record.header.kind == RecordKind::Entry)
-                                    .then_some((record.header.ledger, record.header.entry));
-                                job.records_damaged = true;
-                                report(found, segment_file, entry);
-                            }
-                            continue;
-                        }
-                        ScanStep::Record(record) => record.position.0,
-                        ScanStep::End(WalkEnd::Clean { position }) => position.0,
-                        ScanStep::End(WalkEnd::Bad { position, .. }) if position.0 >= data_end => {
-                            position.0
-                        }
-                        ScanStep::End(WalkEnd::Bad { position, reason }) => {
-                            job.records_damaged = true;
-                            job.chain.break_chain();
-                            report(
-                                (Some(position.0), Damage::Record(reason)),
-                                segment_file,
-                                None,
-                            );
-                            job.phase = Phase::Resync {
-                                from: position.0 + 8,
-                            };
-                            continue;
-                        }
-                    };
-                    if !job.records_damaged {
-                        if let Err(found) = job.chain.index_agrees(&header, end) {
-                            report(found, segment_file, None);
-                        }
-                    }
-                    return Next::Done;
-                }
-                Phase::Resync { from } => {
-                    let data_end = job.header.expect("records follow the index").data_end;
-                    let chunk = if job.chunk_file == Some(segment_file) {
-                        chunk
-                    } else {
-                        Chunk::EMPTY
-                    };
-                    match job.scan.resync(chunk, from, data_end) {
-                        Ok(Some(_)) => job.phase = Phase::Records,
-                        Ok(None) => return Next::Done,
-                        Err(need) => {
-                            job.phase = Phase::Resync { from: need.from };
-                            return Next::Read {
-                                file: segment_file,
-                                start: need.start,
-                                length: scrub_read_length(need.start, need.length, job.file_size),
-                            };
-                        }
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// The scrubber's buffer: a whole record of the largest size and a sector, at least.
-#[must_use]
-pub(super) const fn scrub_buffer_size() -> usize {
-    crate::constants::SCRUB_BUFFER_SIZE
-}
-
-/// A read from `start` of at least `length` bytes: `SCRUB_READ_SIZE` when that is more, whole
-/// sectors, within the file.
-fn scrub_read_length(start: u64, length: usize, file_size: u64) -> usize {
-    let wanted = align_up_u64(to_u64(length.max(SCRUB_READ_SIZE)), to_u64(SECTOR_SIZE));
-    to_usize(
-        wanted
-            .min(file_size.saturating_sub(start))
-            .min(to_u64(scrub_buffer_size())),
-    )
 }

@@ -127,6 +127,9 @@ fn the_scrubber_finds_damaged_records_and_index_pages_within_one_cycle_and_nothi
         .collect();
     assert_eq!(header.len(), 1, "{found:?}");
     assert_eq!(header[0].file, FileId::Segment(SegmentId(1)));
+    // Its header cannot say which entry it held: the index does.
+    let (ledger, entry) = header[0].entry.unwrap();
+    assert_eq!((ledger.0, entry.0), header_hit);
     let pages: Vec<_> = found
         .iter()
         .filter(|damage| matches!(damage.damage, Damage::IndexPage { .. }))
@@ -269,13 +272,76 @@ fn every_flipped_byte_in_sealed_data_or_index_pages_is_found_within_one_cycle() 
             "seed {seed}: byte {at} of {file} flipped, found {found:?}"
         );
         found_in[usize::from(in_index)] += 1;
+        let named: BTreeSet<(i64, i64)> = found
+            .iter()
+            .filter_map(|damage| damage.entry)
+            .map(|(ledger, entry)| (ledger.0, entry.0))
+            .collect();
         for (&(ledger, entry), expected) in &model.acked {
             match read_entry(&mut journal, ledger, entry) {
                 Ok(body) => assert_eq!(&body, expected, "seed {seed}: {ledger}/{entry}"),
-                Err(crate::ReadError::Io) => {}
+                // An entry a damaged record makes unreadable is named, so it can be repaired
+                // (a damaged slot page is the index's damage: its entries are not named).
+                Err(crate::ReadError::Io) => assert!(
+                    in_index || named.contains(&(ledger, entry)),
+                    "seed {seed}: {ledger}/{entry} unreadable but not named: {found:?}"
+                ),
                 Err(other) => panic!("seed {seed}: {ledger}/{entry}: {other:?}"),
             }
         }
     }
     assert!(found_in[0] > 0 && found_in[1] > 0, "{found_in:?}");
+}
+
+#[test]
+fn a_read_that_finds_a_damaged_record_reports_it_for_repair() {
+    use crate::journal::{ReadOutcome, ReadTarget};
+    let mut journal = Journal::open(SimDisk::new(15), config()).unwrap();
+    let mut model = Model::default();
+    fill(&mut journal, &mut model);
+    let mut disk = journal.into_disk().crash();
+    let (ledger, entry) = {
+        let image = disk
+            .durable_file_mut(FileId::Segment(SegmentId(1)))
+            .unwrap();
+        let (position, ledger, entry, _) = entry_records(image)[20];
+        image[position + RECORD_HEADER_SIZE + 8] ^= 0x40;
+        (ledger, entry)
+    };
+    disk.reload_live_from_durable();
+    // No scrubbing: the read finds it.
+    let mut journal = Journal::open(disk, config()).unwrap();
+    let outcome = journal
+        .read(
+            7,
+            crate::LedgerId(ledger),
+            ReadTarget::Entry(crate::EntryId(entry)),
+        )
+        .unwrap();
+    assert!(matches!(outcome, ReadOutcome::Pending));
+    let events = drive(&mut journal);
+    let damage: Vec<_> = events
+        .iter()
+        .filter_map(|event| match event {
+            Event::Damage(found) => Some(*found),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(damage.len(), 1, "{events:?}");
+    assert_eq!(damage[0].damage, Damage::FoundByRead);
+    assert_eq!(damage[0].file, FileId::Segment(SegmentId(1)));
+    let (found_ledger, found_entry) = damage[0].entry.unwrap();
+    assert_eq!((found_ledger.0, found_entry.0), (ledger, entry));
+    let slot = events
+        .iter()
+        .find_map(|event| match event {
+            Event::ReadDone { slot, .. } => Some(*slot),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(
+        journal.read_result(slot).map(|_| ()),
+        Err(crate::ReadError::Io)
+    );
+    journal.read_release(slot);
 }

@@ -39,16 +39,21 @@ impl Shard {
         self.events = events;
     }
 
-    /// The scrubber found damage: one line per finding, for the operator (docs/scrub.md).
-    /// Reads of a damaged entry answer EIO, as they did before it was found.
+    /// Damage found, by the scrubber or by a read: one line per finding, for the operator
+    /// (docs/scrub.md). Reads of a damaged entry answer EIO until a repair writes it again.
     fn on_damage(&self, found: engine::journal::DamageFound) {
         let position = found
             .position
             .map_or_else(|| "-".to_owned(), |position| position.to_string());
+        let by = if found.damage == engine::segment_check::Damage::FoundByRead {
+            "read"
+        } else {
+            "scrub"
+        };
         match found.entry {
             Some((ledger, entry)) => tracing::error!(
                 shard = self.id,
-                "scrub: damage in {} at byte {position}: {:?}; ledger {} entry {} \
+                "{by}: damage in {} at byte {position}: {:?}; ledger {} entry {} \
                  cannot be read here",
                 found.file,
                 found.damage,
@@ -57,7 +62,7 @@ impl Shard {
             ),
             None => tracing::error!(
                 shard = self.id,
-                "scrub: damage in {} at byte {position}: {:?}",
+                "{by}: damage in {} at byte {position}: {:?}",
                 found.file,
                 found.damage
             ),

@@ -1,0 +1,346 @@
+//! What the scrubber's buffer holds, checked (`segment_check.rs`'s rules), and what to read
+//! next: one segment's phases, index file first, records second, and the second pass over the
+//! slot pages that names the entries of damaged records.
+
+use super::{DamageFound, DamagedRange, Next, Phase};
+use crate::constants::{
+    SCRUB_DAMAGED_RANGES_MAX, SCRUB_DAMAGE_EVENTS_PER_READ_MAX, SCRUB_READ_SIZE, SECTOR_SIZE,
+};
+use crate::disk::Disk;
+use crate::ids::{EntryId, FileId, LedgerId};
+use crate::index_file::{self, Run, RUN_TABLE_OFFSET};
+use crate::journal::{Event, Journal};
+use crate::record::RecordKind;
+use crate::segment::decode_segment_header;
+use crate::segment_check::{
+    index_header_check, index_page_check, index_runs_check, Chunk, Damage, Found, RunsHeld,
+    ScanStep, WalkEnd,
+};
+use crate::stdx::{align_up_u64, to_u64, to_usize};
+
+impl<D: Disk> Journal<D> {
+    /// Checks what the buffer holds and says what to read next.
+    pub(super) fn scrub_next(&mut self) -> Next {
+        let mut damage_events = 0usize;
+        let no_runs = RunsHeld::default();
+        let Journal {
+            scrub,
+            disk,
+            stats,
+            events,
+            index,
+            ..
+        } = self;
+        let job = scrub.job.as_mut().expect("a job runs");
+        let held = &disk.buffer(scrub.buffer)[..job.chunk_length];
+        let mut report = |found: Found, file: FileId, entry: Option<(LedgerId, EntryId)>| {
+            // A damaged record whose entry a repair has since written again elsewhere: reads
+            // find the new copy first, so the old damage no longer matters.
+            let superseded = match (file, entry) {
+                (FileId::Segment(segment), Some((ledger, entry))) => {
+                    !index.entry_current_in(ledger, entry, segment)
+                }
+                _ => false,
+            };
+            if superseded {
+                stats.scrub_damage_superseded += 1;
+                return;
+            }
+            match found.1 {
+                Damage::IndexFile(_)
+                | Damage::IndexGeneration { .. }
+                | Damage::IndexPage { .. }
+                | Damage::IndexSlots => stats.scrub_damage_index += 1,
+                _ => stats.scrub_damage_records += 1,
+            }
+            if damage_events < SCRUB_DAMAGE_EVENTS_PER_READ_MAX {
+                damage_events += 1;
+                events.push(Event::Damage(DamageFound {
+                    file,
+                    position: found.0,
+                    damage: found.1,
+                    entry,
+                }));
+            }
+        };
+        let index_file = FileId::Index(job.segment);
+        let segment_file = FileId::Segment(job.segment);
+        loop {
+            let chunk = if job.chunk_file.is_some() {
+                Chunk {
+                    bytes: held,
+                    start: job.chunk_start,
+                }
+            } else {
+                Chunk::EMPTY
+            };
+            let chunk_end = chunk.start + to_u64(chunk.bytes.len());
+            match job.phase {
+                Phase::IndexHead => {
+                    let table_end = job.slot_table_offset;
+                    let wanted = to_usize(table_end.min(to_u64(scrub_buffer_size())));
+                    if job.chunk_file != Some(index_file) || chunk.start != 0 {
+                        return Next::Read {
+                            file: index_file,
+                            start: 0,
+                            length: wanted,
+                        };
+                    }
+                    let sector = &chunk.bytes[..SECTOR_SIZE.min(chunk.bytes.len())];
+                    match index_header_check(
+                        sector,
+                        job.segment,
+                        job.index_size,
+                        job.generation,
+                        job.file_size,
+                    ) {
+                        Ok(header) => job.header = Some(header),
+                        Err(found) => {
+                            report(found, index_file, None);
+                            // No trustworthy end of data: the records wait for a rebuilt index.
+                            return Next::Done;
+                        }
+                    }
+                    let header = job.header.expect("set");
+                    if to_u64(chunk.bytes.len()) >= table_end {
+                        let table = &chunk.bytes[to_usize(RUN_TABLE_OFFSET)..to_usize(table_end)];
+                        match index_runs_check(table, &header) {
+                            Ok(runs) => {
+                                let held = RunsHeld::new(&runs, |ledger| index.is_deleted(ledger));
+                                job.held_expected = Some(held);
+                                job.runs = runs;
+                            }
+                            Err(found) => report(found, index_file, None),
+                        }
+                    }
+                    job.phase = Phase::IndexPages { page: 0 };
+                }
+                Phase::IndexPages { page } => {
+                    if page >= job.pages {
+                        let expected = job.held_expected.as_ref().map(|held| held.expected);
+                        if expected.is_some_and(|expected| expected != job.held) {
+                            report((None, Damage::IndexSlots), index_file, None);
+                        }
+                        job.phase = Phase::SegmentHeader;
+                        continue;
+                    }
+                    let start = job.slot_table_offset + page * to_u64(SECTOR_SIZE);
+                    let inside = job.chunk_file == Some(index_file)
+                        && start >= chunk.start
+                        && start + to_u64(SECTOR_SIZE) <= chunk_end;
+                    if !inside {
+                        let length = (job.index_size - start).min(to_u64(SCRUB_READ_SIZE));
+                        return Next::Read {
+                            file: index_file,
+                            start,
+                            length: to_usize(length),
+                        };
+                    }
+                    let offset = to_usize(start - chunk.start);
+                    let header = job.header.expect("pages follow the header");
+                    let counted = job.held_expected.as_ref().unwrap_or(&no_runs);
+                    let page_bytes = &chunk.bytes[offset..offset + SECTOR_SIZE];
+                    match index_page_check(page_bytes, page, &header, counted) {
+                        Ok(count) => job.held += count,
+                        Err(found) => {
+                            // The count cannot be compared any more: this page is reported.
+                            job.held_expected = None;
+                            report(found, index_file, None);
+                        }
+                    }
+                    job.phase = Phase::IndexPages { page: page + 1 };
+                }
+                Phase::SegmentHeader => {
+                    if job.chunk_file != Some(segment_file) || chunk.start != 0 {
+                        let length = job.file_size.min(to_u64(SCRUB_READ_SIZE));
+                        return Next::Read {
+                            file: segment_file,
+                            start: 0,
+                            length: to_usize(length),
+                        };
+                    }
+                    let sector = &chunk.bytes[..SECTOR_SIZE.min(chunk.bytes.len())];
+                    let sound = decode_segment_header(sector, job.segment)
+                        .is_ok_and(|header| header.generation == job.generation);
+                    if !sound {
+                        report((Some(0), Damage::SegmentHeader), segment_file, None);
+                    }
+                    job.phase = Phase::Records;
+                }
+                Phase::Records => {
+                    let header = job.header.expect("records follow the index");
+                    let data_end = header.data_end;
+                    let chunk = if job.chunk_file == Some(segment_file) {
+                        chunk
+                    } else {
+                        Chunk::EMPTY
+                    };
+                    let end = match job.scan.next_step(chunk) {
+                        ScanStep::Need { start, length } => {
+                            return Next::Read {
+                                file: segment_file,
+                                start,
+                                length: scrub_read_length(start, length, job.file_size),
+                            };
+                        }
+                        ScanStep::Record(record) if record.position.0 < data_end => {
+                            if let Err(found) = job.chain.record(&record) {
+                                let entry = (record.header.kind == RecordKind::Entry)
+                                    .then_some((record.header.ledger, record.header.entry));
+                                job.records_damaged = true;
+                                report(found, segment_file, entry);
+                            }
+                            continue;
+                        }
+                        ScanStep::Record(record) => record.position.0,
+                        ScanStep::End(WalkEnd::Clean { position }) => position.0,
+                        ScanStep::End(WalkEnd::Bad { position, .. }) if position.0 >= data_end => {
+                            position.0
+                        }
+                        ScanStep::End(WalkEnd::Bad { position, reason }) => {
+                            job.records_damaged = true;
+                            job.chain.break_chain();
+                            if job.runs.is_empty() || job.damaged.len() >= SCRUB_DAMAGED_RANGES_MAX
+                            {
+                                // No way (or no room) to tell which entries lie there.
+                                let found = (Some(position.0), Damage::Record(reason));
+                                report(found, segment_file, None);
+                            } else {
+                                job.damaged.push(DamagedRange {
+                                    from: position.0,
+                                    to: u64::MAX,
+                                    reason,
+                                    identified: false,
+                                });
+                            }
+                            job.phase = Phase::Resync {
+                                from: position.0 + 8,
+                            };
+                            continue;
+                        }
+                    };
+                    if !job.records_damaged {
+                        if let Err(found) = job.chain.index_agrees(&header, end) {
+                            report(found, segment_file, None);
+                        }
+                    }
+                    if job.damaged.is_empty() {
+                        return Next::Done;
+                    }
+                    job.phase = Phase::Identify { page: 0 };
+                }
+                Phase::Resync { from } => {
+                    let data_end = job.header.expect("records follow the index").data_end;
+                    let chunk = if job.chunk_file == Some(segment_file) {
+                        chunk
+                    } else {
+                        Chunk::EMPTY
+                    };
+                    match job.scan.resync(chunk, from, data_end) {
+                        Ok(found) => {
+                            let to = found.unwrap_or(data_end);
+                            if let Some(range) = job.damaged.last_mut().filter(|r| r.to == u64::MAX)
+                            {
+                                range.to = to;
+                            }
+                            job.phase = match found {
+                                Some(_) => Phase::Records,
+                                None if job.damaged.is_empty() => return Next::Done,
+                                None => Phase::Identify { page: 0 },
+                            };
+                        }
+                        Err(need) => {
+                            job.phase = Phase::Resync { from: need.from };
+                            return Next::Read {
+                                file: segment_file,
+                                start: need.start,
+                                length: scrub_read_length(need.start, need.length, job.file_size),
+                            };
+                        }
+                    }
+                }
+                Phase::Identify { page } => {
+                    if page >= job.pages {
+                        // Damage where the index places no entry: padding, or bytes no read
+                        // uses. Reported as it is, with nothing to repair.
+                        for range in job.damaged.iter().filter(|range| !range.identified) {
+                            let found = (Some(range.from), Damage::Record(range.reason));
+                            report(found, segment_file, None);
+                        }
+                        return Next::Done;
+                    }
+                    let start = job.slot_table_offset + page * to_u64(SECTOR_SIZE);
+                    let inside = job.chunk_file == Some(index_file)
+                        && start >= chunk.start
+                        && start + to_u64(SECTOR_SIZE) <= chunk_end;
+                    if !inside {
+                        let length = (job.index_size - start).min(to_u64(SCRUB_READ_SIZE));
+                        return Next::Read {
+                            file: index_file,
+                            start,
+                            length: to_usize(length),
+                        };
+                    }
+                    let offset = to_usize(start - chunk.start);
+                    let page_bytes = &chunk.bytes[offset..offset + SECTOR_SIZE];
+                    // A damaged page was reported already: its entries cannot be told.
+                    if index_file::page_verify(page_bytes) {
+                        for (slot, position) in page_positions(page_bytes, page) {
+                            let Some(range) = job
+                                .damaged
+                                .iter_mut()
+                                .find(|range| (range.from..range.to).contains(&position))
+                            else {
+                                continue;
+                            };
+                            range.identified = true;
+                            let reason = range.reason;
+                            if let Some(entry) = slot_entry(&job.runs, slot) {
+                                let found = (Some(position), Damage::Record(reason));
+                                report(found, segment_file, Some(entry));
+                            }
+                        }
+                    }
+                    job.phase = Phase::Identify { page: page + 1 };
+                }
+            }
+        }
+    }
+}
+
+/// The held slots of slot page `page`: (slot, record position).
+fn page_positions(page_bytes: &[u8], page: u64) -> impl Iterator<Item = (u64, u64)> + '_ {
+    (0..index_file::PAGE_SLOTS).filter_map(move |index| {
+        let (position, _) = index_file::page_slot(page_bytes, index)?;
+        let slot = page * to_u64(index_file::PAGE_SLOTS) + to_u64(index);
+        Some((slot, u64::from(position)))
+    })
+}
+
+/// The entry slot `slot` holds, from the runs (sorted by their first slot).
+fn slot_entry(runs: &[Run], slot: u64) -> Option<(LedgerId, EntryId)> {
+    let after = runs.partition_point(|run| run.slot_first <= slot);
+    let run = runs.get(after.checked_sub(1)?)?;
+    let offset = slot - run.slot_first;
+    (offset < run.slot_count()).then(|| {
+        let entry = run.entry_first.0 + i64::try_from(offset).expect("a run's span fits i64");
+        (run.ledger, EntryId(entry))
+    })
+}
+
+/// The scrubber's buffer: a whole record of the largest size and a sector, at least.
+#[must_use]
+pub(super) const fn scrub_buffer_size() -> usize {
+    crate::constants::SCRUB_BUFFER_SIZE
+}
+
+/// A read from `start` of at least `length` bytes: `SCRUB_READ_SIZE` when that is more, whole
+/// sectors, within the file.
+fn scrub_read_length(start: u64, length: usize, file_size: u64) -> usize {
+    let wanted = align_up_u64(to_u64(length.max(SCRUB_READ_SIZE)), to_u64(SECTOR_SIZE));
+    to_usize(
+        wanted
+            .min(file_size.saturating_sub(start))
+            .min(to_u64(scrub_buffer_size())),
+    )
+}
