@@ -26,7 +26,7 @@ CHURN_SECONDS ?= 600
 METRICS_PAIRS ?= 3
 METRICS_SECONDS ?= 10
 
-.PHONY: help deps shellcheck-deps zk-deps fuzz-smoke build check test sim crash crash-deletes bench bench-disk bench-journal latency-stages neighbour retention churn interop interop-pulsar interop-pulsar-tls tls-bench disk-full disk-pressure compare compare-catchup compare-pulsar compare-busy compare-tls metrics-check metrics-overhead busy-reads scrub-overhead ci clean
+.PHONY: help deps shellcheck-deps zk-deps fuzz-smoke build check test sim crash crash-deletes bench bench-disk bench-journal latency-stages neighbour retention churn interop interop-pulsar interop-pulsar-tls tls-bench disk-full disk-pressure compare compare-catchup compare-pulsar compare-busy compare-tls metrics-check metrics-overhead busy-reads scrub-overhead digest-overhead ci clean
 COMPARE_PAIRS ?= 3
 COMPARE_SECONDS ?= 20
 # The catch-up read workload of `make compare` (issue 15); QUICK=true makes it small.
@@ -217,9 +217,15 @@ metrics-check: build
 metrics-overhead: build
 	scripts/metrics_overhead.sh $(RELEASE) $(BENCH_DIR) $(METRICS_PAIRS) $(METRICS_SECONDS)
 
-## Issue 35: what the scrubber costs the seed workload, A/B in SCRUB_PAIRS (3) alternating pairs of SCRUB_SECONDS (5): off against its default highest rate (4 MiB/s a shard); results/scrub-overhead-*.json.
+## Issue 35: what the scrubber costs the seed workload, A/B in FLAG_PAIRS (3) alternating pairs of FLAG_SECONDS (5): off against its default highest rate (4 MiB/s a shard); results/scrub-overhead-*.json.
 scrub-overhead: build
-	scripts/scrub_overhead.sh $(RELEASE) $(BENCH_DIR) $(or $(SCRUB_PAIRS),3) $(or $(SCRUB_SECONDS),5)
+	FLAG_CHECK=scrub_bytes scripts/flag_overhead.sh scrub-overhead $(RELEASE) $(BENCH_DIR) $(or $(FLAG_PAIRS),3) $(or $(FLAG_SECONDS),5) \
+	  "--scrub-rate-mib 0" "--scrub-rate-mib 4 --scrub-cycle-hours 0.0001"
+
+## Issue 35: what --verify-digest-on-add costs the seed workload (CRC32C bodies), A/B as scrub-overhead; results/digest-overhead-*.json.
+digest-overhead: build
+	scripts/flag_overhead.sh digest-overhead $(RELEASE) $(BENCH_DIR) $(or $(FLAG_PAIRS),3) $(or $(FLAG_SECONDS),5) \
+	  "--verify-digest-on-add false" "--verify-digest-on-add true"
 
 ## Fuzz every target for FUZZ_SECONDS (default 60) each with cargo-fuzz on nightly.
 fuzz-smoke:

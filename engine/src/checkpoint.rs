@@ -111,6 +111,8 @@ pub struct LedgerState {
     pub last_add_confirmed: i64,
     /// The durable explicit-LAC record: where it is and its payload size.
     pub explicit_lac: Option<(Location, u32)>,
+    /// The client's digest type, as learned (byte 29; version 1 files have 0: unknown).
+    pub digest: crate::digest::DigestKind,
 }
 
 /// Byte offset of the tombstone table: after the ledger table, padded to a sector.
@@ -217,7 +219,7 @@ fn scrub_decode(sector: &[u8]) -> Result<Option<ScrubPosition>, FileFormatError>
 
 /// Writes one ledger's state into its `LEDGER_RECORD_SIZE` bytes:
 /// `0 ledger id i64 | 8 master key (20) | 28 flags u8 (bit 0 fenced, bit 1 explicit LAC) |
-///  29..32 zero | 32 highest entry i64 | 40 LAC i64 | 48 explicit LAC segment u32 |
+///  29 digest type u8 (`DigestKind::code`) | 30..32 zero | 32 highest entry i64 | 40 LAC i64 | 48 explicit LAC segment u32 |
 ///  52 zero u32 | 56 explicit LAC position u64 | 64 explicit LAC payload size u32 |
 ///  68..80 zero`.
 pub fn encode_ledger(out: &mut [u8], state: &LedgerState) {
@@ -236,6 +238,7 @@ pub fn encode_ledger(out: &mut [u8], state: &LedgerState) {
         out[64..68].copy_from_slice(&size.to_le_bytes());
     }
     out[28] = flags;
+    out[29] = state.digest.code();
     out[32..40].copy_from_slice(&state.entry_last.to_le_bytes());
     out[40..48].copy_from_slice(&state.last_add_confirmed.to_le_bytes());
 }
@@ -271,6 +274,8 @@ pub fn decode_ledgers(
             entry_last: le_i64(chunk, 32),
             last_add_confirmed: le_i64(chunk, 40),
             explicit_lac,
+            digest: crate::digest::DigestKind::from_code(chunk[29])
+                .ok_or(FileFormatError::Identity)?,
         };
         let ascending = ledgers.last().is_none_or(|last| last.ledger < state.ledger);
         // Positions are u32 in memory and u32::MAX is no payload size.

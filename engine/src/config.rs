@@ -109,6 +109,10 @@ pub struct Config {
     /// How long a full scrub cycle should take: the scrubber reads the sealed bytes over this
     /// time, up to `scrub_rate_max`. Default: one week.
     pub scrub_cycle_ms: u64,
+    /// Checks the client's digest of every add whose ledger's digest type is known (CRC32,
+    /// CRC32C: `digest.rs`), and learns it from the first bodies; a mismatch is reported as
+    /// damage (the entry is stored and acknowledged as the client sent it). Default: false.
+    pub verify_digest_on_add: bool,
     /// Picks the segment a journal's first scrub cycle starts at (the server draws it at
     /// random; tests fix it).
     pub scrub_seed: u64,
@@ -153,6 +157,7 @@ impl Default for Config {
             scrub_rate_max: SCRUB_RATE_MAX_DEFAULT,
             scrub_cycle_ms: SCRUB_CYCLE_MS_DEFAULT,
             scrub_seed: 0,
+            verify_digest_on_add: false,
         }
     }
 }

@@ -292,6 +292,10 @@ pub const SCRUB_DAMAGE_EVENTS_PER_READ_MAX: usize = 16;
 /// reported without its entries (and so not repaired).
 pub const SCRUB_DAMAGED_RANGES_MAX: usize = 64;
 
+/// Ledgers whose digest type one scrub read may learn (`digest.rs`); more are learned by
+/// later reads.
+pub const SCRUB_LEARNED_MAX: usize = 64;
+
 const _: () = assert!(SCRUB_READ_SIZE % SECTOR_SIZE == 0);
 const _: () = assert!(SCRUB_BUFFER_SIZE % SECTOR_SIZE == 0);
 const _: () = assert!(SCRUB_BUFFER_SIZE >= RECORD_SIZE_MAX + SECTOR_SIZE);

@@ -217,6 +217,10 @@ pub struct Ledger {
     pub last_add_confirmed: i64,
     /// The durable explicit-LAC record, if any.
     pub explicit_lac: Option<Slot>,
+    /// The client's digest type as learned from the bodies (`digest.rs`), and the bodies
+    /// that settled nothing so far.
+    pub digest: crate::digest::DigestKind,
+    pub digest_tries: u8,
     /// Entries in unsealed segments, oldest segment first.
     open: Vec<OpenSlots>,
     /// Runs of sealed segments, oldest segment first.
@@ -232,6 +236,8 @@ impl Ledger {
             entry_staged_max: -1,
             last_add_confirmed: -1,
             explicit_lac: None,
+            digest: crate::digest::DigestKind::Unknown,
+            digest_tries: 0,
             open: Vec::new(),
             sealed: Vec::new(),
         }

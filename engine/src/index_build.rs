@@ -300,6 +300,7 @@ pub fn checkpoint_bytes(
             explicit_lac: state
                 .explicit_lac
                 .map(|slot| (slot.location(), slot.payload_size())),
+            digest: state.digest,
         };
         checkpoint::encode_ledger(out, &record);
     }

@@ -17,6 +17,7 @@ pub mod config;
 pub mod constants;
 #[cfg(any(test, feature = "counting-allocator"))]
 pub mod counting_allocator;
+pub mod digest;
 pub mod disk;
 pub mod error;
 pub mod file_name;

@@ -361,6 +361,9 @@ pub enum Damage {
     },
     /// A slot points outside the segment's data, or the slots held do not match the runs.
     IndexSlots,
+    /// The record is sound but the client's digest in the entry body does not verify
+    /// (`digest.rs`): damaged before it reached the disk.
+    Digest,
     /// A client's read of the record failed its checks twice (`journal/reads.rs`): reported
     /// so the entry is repaired without waiting for the scrubber.
     FoundByRead,

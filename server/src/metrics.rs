@@ -211,6 +211,10 @@ shard_scalars! {
     scrub_damage_records,
     scrub_damage_index,
     scrub_read_failures,
+    /// Entries whose record was sound but whose client digest was not: on add
+    /// (--verify-digest-on-add) and by the scrubber.
+    digest_mismatches_on_add,
+    scrub_damage_digests,
     /// Damaged entries handed to the repairer, and good copies journaled in their place.
     repairs_requested,
     repairs_written,

@@ -458,6 +458,8 @@ impl From<Damage> for ProblemReason {
             Damage::IndexSlots => ProblemReason::IndexSlots,
             // Only a server's reads find damage so; `verify` walks every record instead.
             Damage::FoundByRead => ProblemReason::Payload(RecordError::ChecksumPayload),
+            // `verify` does not check client digests (it does not know the ledgers' types).
+            Damage::Digest => ProblemReason::Payload(RecordError::ChecksumPayload),
         }
     }
 }

@@ -299,10 +299,38 @@ impl<D: Disk> Journal<D> {
             deferred: options.deferred,
             last_add_confirmed,
         };
+        let location = staged.location;
         self.stage(staged, body);
         let state = self.index.ledger_mut(ledger).expect("created above");
         state.entry_staged_max = state.entry_staged_max.max(entry.0);
+        if self.config.verify_digest_on_add {
+            self.digest_verify_on_add(ledger, entry, location, body);
+        }
         Ok(())
+    }
+
+    /// `Config::verify_digest_on_add`: the body's digest against the ledger's type (learned
+    /// from the first bodies); a mismatch is reported as damage that reached the bookie.
+    fn digest_verify_on_add(
+        &mut self,
+        ledger: LedgerId,
+        entry: EntryId,
+        location: crate::ids::Location,
+        body: &[u8],
+    ) {
+        let state = self.index.ledger_mut(ledger).expect("staged above");
+        let (check, kind, tries) =
+            crate::digest::digest_check(state.digest, state.digest_tries, body);
+        (state.digest, state.digest_tries) = (kind, tries);
+        if check == crate::digest::DigestCheck::Mismatch {
+            self.stats.digest_mismatches_on_add += 1;
+            self.events.push(Event::Damage(DamageFound {
+                file: FileId::Segment(location.segment),
+                position: Some(location.position.0),
+                damage: crate::segment_check::Damage::Digest,
+                entry: Some((ledger, entry)),
+            }));
+        }
     }
 
     /// Fences a ledger (creating it with `master_key` if unknown). Normal adds are refused

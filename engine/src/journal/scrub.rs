@@ -111,6 +111,9 @@ struct Job {
     runs: Vec<Run>,
     /// Ranges without a sound record header, at most `SCRUB_DAMAGED_RANGES_MAX`.
     damaged: Vec<DamagedRange>,
+    /// Digest types learned from this segment's bodies (`digest.rs`), for the index once the
+    /// buffer is done with, at most `SCRUB_LEARNED_MAX` ledgers per read.
+    learned: Vec<(LedgerId, crate::digest::DigestKind, u8)>,
     /// Which file the buffer holds bytes of, and which bytes.
     chunk_file: Option<FileId>,
     chunk_start: u64,
@@ -265,6 +268,7 @@ impl<D: Disk> Journal<D> {
             return;
         }
         let next = self.scrub_next();
+        self.scrub_learned_apply();
         match next {
             Next::Done => self.scrub_job_done(),
             Next::Read {
@@ -292,6 +296,18 @@ impl<D: Disk> Journal<D> {
                         self.scrub_advance(false);
                     }
                 }
+            }
+        }
+    }
+
+    /// Puts the digest types the last check learned into the index.
+    fn scrub_learned_apply(&mut self) {
+        let Some(job) = self.scrub.job.as_mut() else {
+            return;
+        };
+        for (ledger, kind, tries) in job.learned.drain(..) {
+            if let Some(state) = self.index.ledger_mut(ledger) {
+                (state.digest, state.digest_tries) = (kind, tries);
             }
         }
     }
@@ -394,6 +410,7 @@ impl<D: Disk> Journal<D> {
                 records_damaged: false,
                 runs: Vec::new(),
                 damaged: Vec::new(),
+                learned: Vec::new(),
                 chunk_file: None,
                 chunk_start: 0,
                 chunk_length: 0,

@@ -48,6 +48,10 @@ pub struct Stats {
     /// Damaged records found again after a repair wrote their entry elsewhere (or after the
     /// entry was deleted): no longer read, not reported again.
     pub scrub_damage_superseded: u64,
+    /// Entries whose record is sound but whose client digest is not (`digest.rs`): found on
+    /// add (`Config::verify_digest_on_add`) and by the scrubber.
+    pub digest_mismatches_on_add: u64,
+    pub scrub_damage_digests: u64,
     /// Bytes the disk read for reads: their own records, index pages and read-ahead windows.
     pub read_disk_bytes: u64,
     /// Reads that waited for the pace to admit their window (`read_pace.rs`).

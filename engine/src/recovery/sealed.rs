@@ -111,6 +111,7 @@ pub(super) fn ledgers_apply(index: &mut Index, ledgers: &[LedgerState], tombston
         ledger.explicit_lac = state
             .explicit_lac
             .map(|(location, size)| Slot::new(location, size));
+        ledger.digest = state.digest;
     }
 }
 

@@ -19,7 +19,7 @@ fn config() -> Config {
         compaction_threshold_major_per_mille: 0,
         sort_sealed: false,
         scrub_seed: 1,
-        // A cycle a second: each grant below is a second's worth, at most the default 4 MiB.
+        // A cycle a second, so the rate is the default highest (4 MiB/s).
         scrub_cycle_ms: 1000,
         ..config_small()
     }
@@ -40,12 +40,13 @@ fn fill(journal: &mut Journal<SimDisk>, model: &mut Model) {
 /// returns the damage reported.
 fn scrub_cycles(journal: &mut Journal<SimDisk>, cycles: u64) -> Vec<DamageFound> {
     let mut found = Vec::new();
-    for _ in 0..10_000 {
+    for _ in 0..1_000_000 {
         if journal.stats().scrub_cycles_completed >= cycles {
             return found;
         }
-        // A second's worth at a time: the rate is at most the configured maximum.
-        journal.scrub_grant(1_000_000);
+        // A millisecond's worth at a time: about one read per grant, so the loop stops at
+        // the cycle's end and does not go on into the next one.
+        journal.scrub_grant(1_000);
         for event in drive(journal) {
             if let Event::Damage(damage) = event {
                 found.push(damage);
@@ -344,4 +345,126 @@ fn a_read_that_finds_a_damaged_record_reports_it_for_repair() {
         Err(crate::ReadError::Io)
     );
     journal.read_release(slot);
+}
+
+/// A BookKeeper body with a CRC32C (`crc32c`) or CRC32 digest; `damaged` flips a payload
+/// byte after the digest was computed (damage before the bookie).
+fn bk_body(ledger: i64, entry: i64, crc32c: bool, damaged: bool) -> Vec<u8> {
+    let payload: Vec<u8> = (0..300).map(|i| ((i + entry) % 251) as u8).collect();
+    let mut body = Vec::new();
+    if crc32c {
+        wire::encode_entry_body_crc32c(&mut body, ledger, entry, entry - 1, 0, &payload);
+    } else {
+        wire::encode_entry_body_crc32(&mut body, ledger, entry, entry - 1, 0, &payload);
+    }
+    if damaged {
+        let last = body.len() - 1;
+        body[last] ^= 0x08;
+    }
+    body
+}
+
+/// Adds `count` entries round robin over ledgers 0 (CRC32C), 1 (CRC32) and 2 (bodies that
+/// are not BookKeeper entries), entry `bad` of ledgers 0 and 1 damaged before the bookie;
+/// returns the `Damage::Digest` findings reported meanwhile.
+fn add_digested(journal: &mut Journal<SimDisk>, count: i64, bad: i64) -> Vec<DamageFound> {
+    use crate::journal::AddOptions;
+    let mut found = Vec::new();
+    for i in 0..count {
+        let (ledger, entry) = (i % 3, i / 3);
+        let body = match ledger {
+            0 => bk_body(ledger, entry, true, entry == bad),
+            1 => bk_body(ledger, entry, false, entry == bad),
+            _ => super::harness::body(ledger, entry, 300),
+        };
+        let key = &super::harness::KEY;
+        let options = AddOptions::default();
+        while journal
+            .add(
+                u64::try_from(i).unwrap(),
+                crate::LedgerId(ledger),
+                crate::EntryId(entry),
+                key,
+                &body,
+                options,
+            )
+            .is_err()
+        {
+            found.extend(digest_damage(&drive(journal)));
+        }
+        if i % 16 == 0 {
+            found.extend(digest_damage(&drive(journal)));
+        }
+    }
+    found.extend(digest_damage(&drive(journal)));
+    found
+}
+
+fn digest_damage(events: &[Event]) -> Vec<DamageFound> {
+    events
+        .iter()
+        .filter_map(|event| match event {
+            Event::Damage(found) if found.damage == Damage::Digest => Some(*found),
+            _ => None,
+        })
+        .collect()
+}
+
+fn entries_of(found: &[DamageFound]) -> BTreeSet<(i64, i64)> {
+    found
+        .iter()
+        .filter_map(|damage| damage.entry)
+        .map(|(ledger, entry)| (ledger.0, entry.0))
+        .collect()
+}
+
+#[test]
+fn digests_are_learned_and_bodies_damaged_before_the_bookie_are_found_on_add_and_by_the_scrub() {
+    use crate::digest::DigestKind;
+    let bad = 100;
+    let expected: BTreeSet<(i64, i64)> = [(0, bad), (1, bad)].into_iter().collect();
+    // On add.
+    let checked = Config {
+        verify_digest_on_add: true,
+        ..config()
+    };
+    let mut journal = Journal::open(SimDisk::new(16), checked).unwrap();
+    let found = add_digested(&mut journal, 4000, bad);
+    assert_eq!(entries_of(&found), expected, "{found:?}");
+    assert_eq!(journal.stats().digest_mismatches_on_add, 2);
+    let kinds: Vec<DigestKind> = (0..3)
+        .map(|ledger| journal.ledger(crate::LedgerId(ledger)).unwrap().digest)
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            DigestKind::Crc32c,
+            DigestKind::Crc32,
+            DigestKind::Unverifiable
+        ]
+    );
+    // The types survive a restart (the checkpoint), and the scrubber finds the same two.
+    let mut journal = Journal::open(journal.into_disk().crash(), config()).unwrap();
+    assert_eq!(
+        journal.ledger(crate::LedgerId(0)).unwrap().digest,
+        DigestKind::Crc32c
+    );
+    let cycles = journal.stats().scrub_cycles_completed + 1;
+    let found = scrub_cycles(&mut journal, cycles);
+    let digests: Vec<DamageFound> = found
+        .iter()
+        .copied()
+        .filter(|damage| damage.damage == Damage::Digest)
+        .collect();
+    assert_eq!(entries_of(&digests), expected, "{found:?}");
+    assert_eq!(found.len(), 2, "nothing else: {found:?}");
+
+    // Without the check on add, nothing is reported on add, and the scrubber learns the
+    // types itself and finds them.
+    let mut journal = Journal::open(SimDisk::new(17), config()).unwrap();
+    assert!(add_digested(&mut journal, 4000, bad).is_empty());
+    assert_eq!(journal.stats().digest_mismatches_on_add, 0);
+    let found = scrub_cycles(&mut journal, 1);
+    assert_eq!(entries_of(&found), expected, "{found:?}");
+    assert_eq!(journal.stats().scrub_damage_digests, 2);
 }

@@ -328,6 +328,7 @@ fn checkpoint_round_trips_and_rejects_damage() {
             entry_last: -1,
             last_add_confirmed: -1,
             explicit_lac: None,
+            digest: crate::digest::DigestKind::Crc32c,
         },
         LedgerState {
             ledger: LedgerId(9),
@@ -342,6 +343,7 @@ fn checkpoint_round_trips_and_rejects_damage() {
                 },
                 44,
             )),
+            digest: crate::digest::DigestKind::Unknown,
         },
     ];
     let mut table = vec![0u8; 2 * checkpoint::LEDGER_RECORD_SIZE];

@@ -46,6 +46,7 @@ impl ServeArgs {
             sort_traffic_max_mib: self.sort_traffic_max_mib.or(file.sort_traffic_max_mib),
             scrub_rate_mib: self.scrub_rate_mib.or(file.scrub_rate_mib),
             scrub_cycle_hours: self.scrub_cycle_hours.or(file.scrub_cycle_hours),
+            verify_digest_on_add: self.verify_digest_on_add.or(file.verify_digest_on_add),
             read_pace_percent: self.read_pace_percent.or(file.read_pace_percent),
             read_pace_commit_us: self.read_pace_commit_us.or(file.read_pace_commit_us),
             idle_timeout_ms: self.idle_timeout_ms.or(file.idle_timeout_ms),

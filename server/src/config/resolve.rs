@@ -77,6 +77,7 @@ impl ServeArgs {
             scrub_rate_max: scrub_rate_mib(self.scrub_rate_mib)? * 1024 * 1024,
             scrub_cycle_ms: scrub_cycle_ms(self.scrub_cycle_hours)?,
             scrub_seed: scrub_seed(),
+            verify_digest_on_add: self.verify_digest_on_add.unwrap_or(false),
             ..engine::Config::default()
         };
         let compaction_rate_mib = self

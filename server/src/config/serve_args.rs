@@ -191,6 +191,14 @@ pub struct ServeArgs {
     /// Default: 168 (one week).
     #[arg(long, value_name = "HOURS")]
     pub scrub_cycle_hours: Option<f64>,
+    /// Check the client's digest in every added entry body (CRC32 and CRC32C ledgers; the
+    /// type is learned from the first bodies; HMAC and DUMMY cannot be checked) and report
+    /// a mismatch as damage that reached the bookie: logged, counted in
+    /// ringlog_digest_mismatches_total and repaired from the replicas like scrub damage. The
+    /// entry is still stored and acknowledged as sent (the client checks digests on read).
+    /// The scrubber checks digests either way. Default: false (docs/scrub.md, "Digests").
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub verify_digest_on_add: Option<bool>,
     /// Catch-up reads yield to commits the disk keeps waiting: while a shard's commits took
     /// longer on average than --read-pace-commit-us over the last 100 ms tick, its
     /// read-ahead windows (the 1 MiB reads of catch-up reads) may read only this percent of

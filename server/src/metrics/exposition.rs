@@ -438,6 +438,16 @@ fn render_counters(out: &mut String, total: &ShardValues) {
             s.scrub_damage_index,
         ),
         (
+            "ringlog_digest_mismatches_add_total",
+            "added entries whose client digest did not verify (--verify-digest-on-add)",
+            s.digest_mismatches_on_add,
+        ),
+        (
+            "ringlog_scrub_damage_digests_total",
+            "sound records whose client digest did not verify, found by the scrubber",
+            s.scrub_damage_digests,
+        ),
+        (
             "ringlog_repair_requested_total",
             "damaged entries the shards asked the repairer to repair",
             s.repairs_requested,

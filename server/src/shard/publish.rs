@@ -97,6 +97,8 @@ impl Shard {
             scrub_damage_records: journal.scrub_damage_records,
             scrub_damage_index: journal.scrub_damage_index,
             scrub_read_failures: journal.scrub_read_failures,
+            digest_mismatches_on_add: journal.digest_mismatches_on_add,
+            scrub_damage_digests: journal.scrub_damage_digests,
             repairs_requested: stats.repairs_requested,
             repairs_written: stats.repairs_written,
             scrub_enabled: u64::from(scrub.enabled),

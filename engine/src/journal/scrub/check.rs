@@ -4,8 +4,10 @@
 
 use super::{DamageFound, DamagedRange, Next, Phase};
 use crate::constants::{
-    SCRUB_DAMAGED_RANGES_MAX, SCRUB_DAMAGE_EVENTS_PER_READ_MAX, SCRUB_READ_SIZE, SECTOR_SIZE,
+    RECORD_HEADER_SIZE, SCRUB_DAMAGED_RANGES_MAX, SCRUB_DAMAGE_EVENTS_PER_READ_MAX,
+    SCRUB_LEARNED_MAX, SCRUB_READ_SIZE, SECTOR_SIZE,
 };
+use crate::digest::{digest_check, DigestCheck, DigestKind};
 use crate::disk::Disk;
 use crate::ids::{EntryId, FileId, LedgerId};
 use crate::index_file::{self, Run, RUN_TABLE_OFFSET};
@@ -184,11 +186,41 @@ impl<D: Disk> Journal<D> {
                             };
                         }
                         ScanStep::Record(record) if record.position.0 < data_end => {
+                            let entry = (record.header.kind == RecordKind::Entry)
+                                .then_some((record.header.ledger, record.header.entry));
                             if let Err(found) = job.chain.record(&record) {
-                                let entry = (record.header.kind == RecordKind::Entry)
-                                    .then_some((record.header.ledger, record.header.entry));
                                 job.records_damaged = true;
                                 report(found, segment_file, entry);
+                            } else if let Some((ledger, _)) = entry {
+                                // Sound as stored: is it what the client sent?
+                                let start =
+                                    to_usize(record.position.0 - chunk.start) + RECORD_HEADER_SIZE;
+                                let body = &chunk.bytes
+                                    [start..start + record.header.payload_size as usize];
+                                let learned = job.learned.iter().position(|l| l.0 == ledger);
+                                let (kind, tries) = match learned {
+                                    Some(at) => (job.learned[at].1, job.learned[at].2),
+                                    None => index
+                                        .ledger(ledger)
+                                        .map_or((DigestKind::Unverifiable, 0), |state| {
+                                            (state.digest, state.digest_tries)
+                                        }),
+                                };
+                                let (check, kind_now, tries_now) = digest_check(kind, tries, body);
+                                if (kind_now, tries_now) != (kind, tries) {
+                                    match learned {
+                                        Some(at) => job.learned[at] = (ledger, kind_now, tries_now),
+                                        None if job.learned.len() < SCRUB_LEARNED_MAX => {
+                                            job.learned.push((ledger, kind_now, tries_now));
+                                        }
+                                        None => {}
+                                    }
+                                }
+                                if check == DigestCheck::Mismatch {
+                                    stats.scrub_damage_digests += 1;
+                                    let found = (Some(record.position.0), Damage::Digest);
+                                    report(found, segment_file, entry);
+                                }
                             }
                             continue;
                         }
