@@ -18,7 +18,7 @@
 //! ledgers, `TOMBSTONE_SIZE` bytes each, sorted by id (see `encode_tombstone`).
 
 use crate::constants::{MASTER_KEY_SIZE, SECTOR_SIZE};
-use crate::ids::{LedgerId, Location, Position, SegmentId, Sequence};
+use crate::ids::{EntryId, LedgerId, Location, Position, SegmentId, Sequence};
 use crate::index_file::FileFormatError;
 use crate::stdx::{align_up, le_i64, le_u32 as u32_at, le_u64 as u64_at, to_u64};
 
@@ -39,6 +39,15 @@ const FLAG_FENCED: u8 = 1;
 const FLAG_EXPLICIT_LAC: u8 = 2;
 /// Header flags (version 2): the scrub position at 56..72 is present.
 const HEADER_FLAG_SCRUB: u32 = 1;
+/// Header flags (version 2): the damaged-entry list from byte 76 is present.
+const HEADER_FLAG_DAMAGED: u32 = 2;
+/// Where the damaged-entry list starts in the header sector: `76 count u32 | 80 CRC32C of
+/// bytes 76..80 and the entries | 84 + 16 i: ledger i64, entry i64`.
+const DAMAGED_AT: usize = 76;
+const DAMAGED_ENTRIES_AT: usize = 84;
+/// Damaged entries a checkpoint holds at most: what fits its header sector. The journal keeps
+/// no more (`Index::damaged_insert`).
+pub const DAMAGED_MAX: usize = (SECTOR_SIZE - DAMAGED_ENTRIES_AT) / 16;
 /// The version-2 section after the version-1 header: flags, scrub position, its CRC32C.
 const SCRUB_SECTION: std::ops::Range<usize> = 52..72;
 const SCRUB_CHECKSUM_AT: usize = 72;
@@ -205,7 +214,7 @@ fn scrub_decode(sector: &[u8]) -> Result<Option<ScrubPosition>, FileFormatError>
         return Err(FileFormatError::Checksum);
     }
     let flags = u32_at(sector, 52);
-    if flags & !HEADER_FLAG_SCRUB != 0 {
+    if flags & !(HEADER_FLAG_SCRUB | HEADER_FLAG_DAMAGED) != 0 {
         // A checksummed flag this version does not define: written by a bug, not by a newer
         // format (that would have a newer version number).
         return Err(FileFormatError::Identity);
@@ -215,6 +224,63 @@ fn scrub_decode(sector: &[u8]) -> Result<Option<ScrubPosition>, FileFormatError>
         cycle_start: SegmentId(u32_at(sector, 60)),
         cycles_completed: u64_at(sector, 64),
     }))
+}
+
+/// Adds the damaged entries (docs/scrub.md, "Repair") to a header sector `encode_header`
+/// filled: entries found damaged and not repaired yet, so a restart asks for their repair
+/// at once rather than at the scrubber's next cycle. At most `DAMAGED_MAX`.
+pub fn encode_damaged(sector: &mut [u8], damaged: &[(LedgerId, EntryId)]) {
+    assert_eq!(sector.len(), SECTOR_SIZE);
+    assert!(damaged.len() <= DAMAGED_MAX);
+    if damaged.is_empty() {
+        return;
+    }
+    let flags = u32_at(sector, 52) | HEADER_FLAG_DAMAGED;
+    sector[52..56].copy_from_slice(&flags.to_le_bytes());
+    let checksum = crc32c::crc32c(&sector[SCRUB_SECTION]);
+    sector[SCRUB_CHECKSUM_AT..SCRUB_CHECKSUM_AT + 4].copy_from_slice(&checksum.to_le_bytes());
+    let count = u32::try_from(damaged.len()).expect("at most DAMAGED_MAX");
+    sector[DAMAGED_AT..DAMAGED_AT + 4].copy_from_slice(&count.to_le_bytes());
+    for (index, (ledger, entry)) in damaged.iter().enumerate() {
+        let at = DAMAGED_ENTRIES_AT + 16 * index;
+        sector[at..at + 8].copy_from_slice(&ledger.0.to_le_bytes());
+        sector[at + 8..at + 16].copy_from_slice(&entry.0.to_le_bytes());
+    }
+    let end = DAMAGED_ENTRIES_AT + 16 * damaged.len();
+    let checksum = damaged_checksum(sector, end);
+    sector[DAMAGED_AT + 4..DAMAGED_AT + 8].copy_from_slice(&checksum.to_le_bytes());
+}
+
+/// The damaged entries of a header sector `decode_header` verified (none in version 1).
+pub fn decode_damaged(sector: &[u8]) -> Result<Vec<(LedgerId, EntryId)>, FileFormatError> {
+    if sector.get(4) == Some(&CHECKPOINT_VERSION_V1)
+        || u32_at(sector, 52) & HEADER_FLAG_DAMAGED == 0
+    {
+        return Ok(Vec::new());
+    }
+    let count = usize::try_from(u32_at(sector, DAMAGED_AT)).expect("u32 fits usize");
+    if count == 0 || count > DAMAGED_MAX {
+        return Err(FileFormatError::Identity);
+    }
+    let end = DAMAGED_ENTRIES_AT + 16 * count;
+    if damaged_checksum(sector, end) != u32_at(sector, DAMAGED_AT + 4) {
+        return Err(FileFormatError::Checksum);
+    }
+    Ok((0..count)
+        .map(|index| {
+            let at = DAMAGED_ENTRIES_AT + 16 * index;
+            (
+                LedgerId(le_i64(sector, at)),
+                EntryId(le_i64(sector, at + 8)),
+            )
+        })
+        .collect())
+}
+
+/// CRC32C of the damaged list's count and entries (`end` is past the last entry).
+fn damaged_checksum(sector: &[u8], end: usize) -> u32 {
+    let checksum = crc32c::crc32c(&sector[DAMAGED_AT..DAMAGED_AT + 4]);
+    crc32c::crc32c_append(checksum, &sector[DAMAGED_ENTRIES_AT..end])
 }
 
 /// Writes one ledger's state into its `LEDGER_RECORD_SIZE` bytes:

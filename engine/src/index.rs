@@ -13,7 +13,7 @@ use crate::constants::MASTER_KEY_SIZE;
 use crate::id_hash::IdHashMap;
 use crate::ids::{EntryId, LedgerId, Location, Position, SegmentId};
 use crate::index_file::Run;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Where one record lives, packed to 12 bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -336,6 +336,9 @@ pub struct Index {
     sealed_segments: BTreeMap<SegmentId, SealedSegment>,
     /// Deleted ledgers, with the last segment that may hold their records.
     tombstones: BTreeMap<LedgerId, SegmentId>,
+    /// Entries found damaged and not repaired yet (docs/scrub.md, "Repair"), at most
+    /// `checkpoint::DAMAGED_MAX`: kept in the checkpoint, so a restart asks for their repair.
+    damaged: BTreeSet<(LedgerId, EntryId)>,
 }
 
 impl Index {
@@ -581,7 +584,27 @@ impl Index {
             }
         }
         self.tombstones.insert(ledger, segment_last);
+        self.damaged
+            .retain(|&(damaged_ledger, _)| damaged_ledger != ledger);
         true
+    }
+
+    /// Records a damaged entry; false when it was recorded already or the set is full.
+    pub fn damaged_insert(&mut self, ledger: LedgerId, entry: EntryId) -> bool {
+        if self.damaged.len() >= crate::checkpoint::DAMAGED_MAX {
+            return false;
+        }
+        self.damaged.insert((ledger, entry))
+    }
+
+    /// Forgets a damaged entry (repaired); false if it was not recorded.
+    pub fn damaged_remove(&mut self, ledger: LedgerId, entry: EntryId) -> bool {
+        self.damaged.remove(&(ledger, entry))
+    }
+
+    /// The entries found damaged and not repaired yet, ascending.
+    pub fn damaged(&self) -> impl Iterator<Item = (LedgerId, EntryId)> + '_ {
+        self.damaged.iter().copied()
     }
 
     /// True when the ledger was deleted and its tombstone is still kept.

@@ -317,5 +317,7 @@ pub fn checkpoint_bytes(
         scrub,
     };
     checkpoint::encode_header(&mut bytes[..SECTOR_SIZE], &header);
+    let damaged: Vec<_> = index.damaged().collect();
+    checkpoint::encode_damaged(&mut bytes[..SECTOR_SIZE], &damaged);
     bytes
 }

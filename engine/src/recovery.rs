@@ -225,8 +225,8 @@ pub(crate) fn recover<D: Disk>(
     };
     let mut first = 0;
     match loaded {
-        CheckpointLoad::Loaded(header, ledgers, tombstones) => {
-            sealed::ledgers_apply(&mut scan.index, &ledgers, &tombstones);
+        CheckpointLoad::Loaded(header, ledgers, loaded) => {
+            sealed::ledgers_apply(&mut scan.index, &ledgers, &loaded);
             resume = Resume {
                 segment: header.resume_segment,
                 sequence_next: header.sequence_next,

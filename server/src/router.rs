@@ -354,6 +354,12 @@ impl Router {
         self.repairs.active.store(active, Ordering::SeqCst);
     }
 
+    /// True while the repairer runs.
+    #[must_use]
+    pub fn repair_is_active(&self) -> bool {
+        self.repairs.active.load(Ordering::SeqCst)
+    }
+
     /// Queues a repair; false when no repairer runs or the queue is full (counted).
     pub fn repair_push(&self, request: RepairRequest) -> bool {
         if !self.repairs.active.load(Ordering::SeqCst) {

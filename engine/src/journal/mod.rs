@@ -428,6 +428,25 @@ impl<D: Disk> Journal<D> {
         deleted
     }
 
+    /// Records an entry found damaged (docs/scrub.md, "Repair"): kept in the checkpoint until
+    /// `damaged_repaired`, so a restart asks for its repair again at once. False when it was
+    /// recorded already, or `checkpoint::DAMAGED_MAX` are (the scrubber finds the others
+    /// again).
+    pub fn damaged_record(&mut self, ledger: LedgerId, entry: EntryId) -> bool {
+        let recorded = self.index.damaged_insert(ledger, entry);
+        if recorded {
+            self.seal.checkpoint_request();
+        }
+        recorded
+    }
+
+    /// A damaged entry was written again (its repair is durable): forgotten.
+    pub fn damaged_repaired(&mut self, ledger: LedgerId, entry: EntryId) {
+        if self.index.damaged_remove(ledger, entry) {
+            self.seal.checkpoint_request();
+        }
+    }
+
     /// True while a deletion is not yet durable in a checkpoint.
     #[must_use]
     pub fn deletions_pending(&self) -> bool {

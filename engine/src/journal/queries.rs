@@ -125,6 +125,12 @@ impl<D: Disk> Journal<D> {
         self.index.entry_current_in(ledger, entry, segment)
     }
 
+    /// The entries found damaged and not repaired yet (`Journal::damaged_record`).
+    #[must_use]
+    pub fn damaged(&self) -> Vec<(LedgerId, crate::ids::EntryId)> {
+        self.index.damaged().collect()
+    }
+
     /// The scrubber's state (docs/scrub.md), for the HTTP API and tests.
     #[must_use]
     pub fn scrub_state(&self) -> ScrubState {

@@ -312,6 +312,13 @@ impl Seal {
     pub(super) fn scrub_checkpoint_request(&mut self) {
         self.scrub_sets_requested = self.scrub_sets;
     }
+
+    /// Asks for a checkpoint with no new scrub position: something else it carries changed
+    /// (the damaged entries). The same rules as `scrub_checkpoint_request`.
+    pub(super) fn checkpoint_request(&mut self) {
+        self.scrub_sets += 1;
+        self.scrub_sets_requested = self.scrub_sets;
+    }
 }
 
 impl<D: Disk> Journal<D> {

@@ -25,8 +25,8 @@ pub(super) enum CheckpointLoad {
     Absent,
     /// A checkpoint that does not verify, and why: every segment is scanned.
     Ignored(String),
-    /// The checkpoint, its ledgers and its tombstones.
-    Loaded(CheckpointHeader, Vec<LedgerState>, Vec<Tombstone>),
+    /// The checkpoint, its ledgers, and its tombstones and damaged entries.
+    Loaded(CheckpointHeader, Vec<LedgerState>, Loaded),
 }
 
 /// Reads `size` bytes of `file` from its start through the recovery buffer.
@@ -83,12 +83,18 @@ pub(super) fn checkpoint_load<D: Disk>(
         let ledgers = checkpoint::decode_ledgers(table, &header)?;
         let offset = checkpoint::tombstone_table_offset(header.ledger_count);
         let tombstones = checkpoint::decode_tombstones(&bytes[to_usize(offset)..], &header)?;
-        Ok((header, ledgers, tombstones))
+        let damaged = checkpoint::decode_damaged(&bytes[..SECTOR_SIZE])?;
+        Ok((header, ledgers, tombstones, damaged))
     });
     match decoded {
-        Ok((header, ledgers, tombstones)) => {
-            Ok(CheckpointLoad::Loaded(header, ledgers, tombstones))
-        }
+        Ok((header, ledgers, tombstones, damaged)) => Ok(CheckpointLoad::Loaded(
+            header,
+            ledgers,
+            Loaded {
+                tombstones,
+                damaged,
+            },
+        )),
         Err(error) => match version_refused(file, error) {
             Some(refused) => Err(refused),
             None => Ok(CheckpointLoad::Ignored(format!("{file}: {error}"))),
@@ -96,10 +102,21 @@ pub(super) fn checkpoint_load<D: Disk>(
     }
 }
 
-/// Puts the checkpoint's ledgers and tombstones into the index.
-pub(super) fn ledgers_apply(index: &mut Index, ledgers: &[LedgerState], tombstones: &[Tombstone]) {
-    for tombstone in tombstones {
+/// What a checkpoint holds besides its header and ledgers.
+#[derive(Debug)]
+pub(super) struct Loaded {
+    pub tombstones: Vec<Tombstone>,
+    /// Entries found damaged and not repaired yet.
+    pub damaged: Vec<(crate::ids::LedgerId, crate::ids::EntryId)>,
+}
+
+/// Puts the checkpoint's ledgers, tombstones and damaged entries into the index.
+pub(super) fn ledgers_apply(index: &mut Index, ledgers: &[LedgerState], loaded: &Loaded) {
+    for tombstone in &loaded.tombstones {
         index.tombstone_insert(tombstone.ledger, tombstone.segment_last);
+    }
+    for &(ledger, entry) in &loaded.damaged {
+        index.damaged_insert(ledger, entry);
     }
     for state in ledgers {
         index.create(state.ledger, state.master_key);

@@ -468,3 +468,51 @@ fn digests_are_learned_and_bodies_damaged_before_the_bookie_are_found_on_add_and
     assert_eq!(entries_of(&found), expected, "{found:?}");
     assert_eq!(journal.stats().scrub_damage_digests, 2);
 }
+
+#[test]
+fn damaged_entries_are_kept_in_the_checkpoint_until_repaired() {
+    use crate::checkpoint::{decode_damaged, encode_damaged, DAMAGED_MAX};
+    let (ledger, entry) = (crate::LedgerId(1), crate::EntryId(40));
+    let mut journal = Journal::open(SimDisk::new(18), config()).unwrap();
+    fill(&mut journal, &mut Model::default());
+    assert!(journal.damaged_record(ledger, entry));
+    assert!(!journal.damaged_record(ledger, entry), "recorded once");
+    drive(&mut journal);
+    let mut journal = Journal::open(journal.into_disk().crash(), config()).unwrap();
+    assert_eq!(journal.damaged(), vec![(ledger, entry)]);
+    journal.damaged_repaired(ledger, entry);
+    drive(&mut journal);
+    let mut journal = Journal::open(journal.into_disk().crash(), config()).unwrap();
+    assert!(journal.damaged().is_empty());
+    // A deleted ledger's damage is forgotten with it.
+    assert!(journal.damaged_record(ledger, entry));
+    assert!(journal.delete_ledger(ledger));
+    assert!(journal.damaged().is_empty());
+
+    // The header's list: round trip, the bound, and damage refused.
+    let listed: Vec<_> = (0..DAMAGED_MAX)
+        .map(|i| (crate::LedgerId(i as i64), crate::EntryId(-(i as i64))))
+        .collect();
+    let mut sector = vec![0u8; SECTOR_SIZE];
+    crate::checkpoint::encode_header(&mut sector, &checkpoint_header());
+    encode_damaged(&mut sector, &listed);
+    assert_eq!(decode_damaged(&sector).unwrap(), listed);
+    assert!(crate::checkpoint::decode_header(&sector, crate::checkpoint::file_size(0, 0)).is_ok());
+    let last = 84 + 16 * DAMAGED_MAX - 1;
+    sector[last] ^= 1;
+    assert!(decode_damaged(&sector).is_err());
+}
+
+fn checkpoint_header() -> crate::checkpoint::CheckpointHeader {
+    crate::checkpoint::CheckpointHeader {
+        resume_segment: SegmentId(3),
+        checksum_previous: 7,
+        sequence_next: crate::Sequence(9),
+        ledger_count: 0,
+        checksum_ledgers: crc32c::crc32c(&[]),
+        generation: 2,
+        tombstone_count: 0,
+        checksum_tombstones: crc32c::crc32c(&[]),
+        scrub: None,
+    }
+}

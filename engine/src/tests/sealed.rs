@@ -558,7 +558,7 @@ fn a_damaged_scrub_section_or_an_unknown_flag_is_refused() {
     }
     // A flag this version does not define, under a correct checksum.
     let mut flagged = sector.clone();
-    flagged[52] |= 2;
+    flagged[52] |= 4;
     let checksum = crc32c::crc32c(&flagged[52..72]);
     flagged[72..76].copy_from_slice(&checksum.to_le_bytes());
     assert_eq!(

@@ -42,6 +42,8 @@ struct Coverage {
     collector_waits: u64,
     /// Sealed segments the scrubber checked.
     scrub_segments: u64,
+    /// Damaged entries a reopened journal found in its checkpoint.
+    damaged_reopened: u64,
 }
 
 /// Runs one seed; returns what it exercised.
@@ -94,6 +96,7 @@ fn run_seed(seed: u64) -> Coverage {
     // Ledgers whose deletion a durable checkpoint held at the last crash.
     let mut deleted_durable: Vec<i64> = Vec::new();
     let mut coverage = Coverage::default();
+    let mut damaged_ever = std::collections::BTreeSet::new();
     for round in 0..1 + rng.below(6) {
         let mut journal = Journal::open(disk, config.clone())
             .unwrap_or_else(|error| panic!("round {round}: open failed: {error}"));
@@ -105,6 +108,13 @@ fn run_seed(seed: u64) -> Coverage {
             );
         }
         verify_all(&mut journal, &model);
+        for damaged in journal.damaged() {
+            assert!(
+                damaged_ever.contains(&damaged),
+                "round {round}: {damaged:?} came back damaged but was never recorded"
+            );
+        }
+        coverage.damaged_reopened += u64::try_from(journal.damaged().len()).expect("small");
         // A deletion lost with the crash is done again, as the collector would.
         let deleted: Vec<i64> = model.deleted.keys().copied().collect();
         for ledger in deleted {
@@ -165,6 +175,18 @@ fn run_seed(seed: u64) -> Coverage {
                     ledger_ids[slot] = ledger_id_next;
                     ledger_id_next += 1;
                     entry_next[slot] = 0;
+                }
+            }
+            // Damaged entries recorded and repaired at random: the checkpoint carries them
+            // (its header's list) through the crashes below.
+            if rng.below(25) == 0 {
+                let slot = crate::stdx::to_usize(rng.below(4));
+                let entry = crate::EntryId(i64::try_from(rng.below(64)).expect("small"));
+                let ledger = LedgerId(ledger_ids[slot]);
+                if rng.below(3) == 0 {
+                    journal.damaged_repaired(ledger, entry);
+                } else if journal.damaged_record(ledger, entry) {
+                    damaged_ever.insert((ledger, entry));
                 }
             }
             // Writes come and go: the server pauses sorting under load (a paused sort may be
@@ -261,6 +283,7 @@ fn simulation() {
                     coverage.crashes_while_compacting_under_pressure;
                 total.collector_waits += coverage.collector_waits;
                 total.scrub_segments += coverage.scrub_segments;
+                total.damaged_reopened += coverage.damaged_reopened;
             }
             Err(_) => {
                 println!("seed {seed} FAILED; reproduce: make sim SEED={seed}");
@@ -280,6 +303,10 @@ fn simulation() {
         assert!(total.zero_ahead_bytes > 0, "no seed zeroed ahead");
         assert!(total.segments_sealed > 0, "no seed sealed a segment");
         assert!(total.scrub_segments > 0, "no seed scrubbed a segment");
+        assert!(
+            total.damaged_reopened > 0,
+            "no damaged entry came back from a checkpoint"
+        );
         assert!(total.crashes_while_sealing > 0, "no crash while sealing");
         assert!(total.opens_from_checkpoint > 0, "no open from a checkpoint");
         assert!(total.segments_removed > 0, "no segment removed");

@@ -223,6 +223,8 @@ struct Shard {
     tls_handshakes_this_turn: u32,
     /// Repair copies journaled and not yet durable (`repair.rs`), by token slot.
     repairs_in_flight: Vec<Option<repair::RepairInFlight>>,
+    /// The damaged entries of the checkpoint were handed to the repairer (`repairs_resume`).
+    repairs_resumed: bool,
 }
 
 /// The connection slots: a slot's index is the client index in tokens, and its generation

@@ -37,13 +37,31 @@ impl Shard {
             // Repaired already (or deleted): the damaged copy is no longer read.
             return;
         }
+        // Kept in the checkpoint until repaired: a restart asks again at once.
+        self.bookie.journal.damaged_record(ledger, entry);
+        self.repair_push(ledger.0, entry.0);
+    }
+
+    fn repair_push(&mut self, ledger: i64, entry: i64) {
         let request = RepairRequest {
-            ledger: ledger.0,
-            entry: entry.0,
+            ledger,
+            entry,
             shard: self.id,
         };
         if self.bookie.router.repair_push(request) {
             self.bookie.stats.repairs_requested += 1;
+        }
+    }
+
+    /// On the tick, once after the repairer started: asks again for the repair of every
+    /// entry the checkpoint says was damaged and not repaired before the restart.
+    pub(super) fn repairs_resume(&mut self) {
+        if self.repairs_resumed || !self.bookie.router.repair_is_active() {
+            return;
+        }
+        self.repairs_resumed = true;
+        for (ledger, entry) in self.bookie.journal.damaged() {
+            self.repair_push(ledger.0, entry.0);
         }
     }
 
@@ -97,6 +115,9 @@ impl Shard {
         };
         if durable {
             self.bookie.stats.repairs_written += 1;
+            self.bookie
+                .journal
+                .damaged_repaired(LedgerId(repair.ledger), EntryId(repair.entry));
             tracing::info!(
                 shard = self.id,
                 "repaired ledger {} entry {} from another bookie's copy",

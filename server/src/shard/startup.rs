@@ -237,6 +237,7 @@ impl Shard {
             tls,
             tls_handshakes_this_turn: 0,
             repairs_in_flight: vec![None; limits::REPAIRS_IN_FLIGHT_MAX],
+            repairs_resumed: false,
             config,
         }
     }

@@ -78,6 +78,7 @@ impl Shard {
             .compaction_grant(u64::try_from(grant).unwrap_or(u64::MAX));
         let elapsed_us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
         self.bookie.journal.scrub_grant(elapsed_us);
+        self.repairs_resume();
         self.sorting_pace(elapsed);
         self.read_pace();
         self.bookie

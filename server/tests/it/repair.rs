@@ -67,6 +67,11 @@ impl Bookie {
     }
 
     fn start(&self, address: &str, root: &str) -> Server {
+        self.start_scrubbing(address, root, "64")
+    }
+
+    /// Started with `--scrub-rate-mib rate` ("0": no scrubber).
+    fn start_scrubbing(&self, address: &str, root: &str, rate: &str) -> Server {
         let extra = [
             "--listen",
             self.id.as_str(),
@@ -79,7 +84,7 @@ impl Bookie {
             "--scrub-cycle-hours",
             "0.0001",
             "--scrub-rate-mib",
-            "64",
+            rate,
             "--gc-interval-ms",
             "0",
         ];
@@ -273,4 +278,39 @@ fn an_entry_damaged_on_every_bookie_marks_the_ledger_under_replicated() {
             "{text}"
         );
     }
+}
+
+#[test]
+fn a_damaged_entry_left_unrepaired_is_repaired_after_a_restart_without_waiting_for_the_scrubber() {
+    let Some((_zk, root, bookies, mut servers)) = cluster("repair-resume") else {
+        return;
+    };
+    // The other two bookies down: the repair finds no copy (and marks the ledger).
+    for server in servers.drain(1..) {
+        assert!(server.terminate().status.success());
+    }
+    damage(&bookies[0].dir.0, DAMAGED_ENTRY);
+    wait_until("the repair attempted", || {
+        metric_of(&servers[0], "ringlog_repair_marked_total") >= 1.0
+    });
+    assert_eq!(metric_of(&servers[0], "ringlog_repair_written_total"), 0.0);
+    assert!(servers.pop().unwrap().terminate().status.success());
+    // Everyone back, the damaged bookie with no scrubber: only the damaged set in its
+    // checkpoint can ask for the repair now.
+    let address = zookeeper().unwrap();
+    let _others: Vec<Server> = bookies[1..]
+        .iter()
+        .map(|bookie| bookie.start(address, &root))
+        .collect();
+    let server = bookies[0].start_scrubbing(address, &root, "0");
+    wait_until("the repair written after the restart", || {
+        metric_of(&server, "ringlog_repair_written_total") >= 1.0
+    });
+    assert_eq!(metric_of(&server, "ringlog_scrub_bytes_total"), 0.0);
+    let mut client = server.connect();
+    let (status, _, read) = client.read(0, LEDGER, DAMAGED_ENTRY, None);
+    assert_eq!(
+        (status, read == body(LEDGER, DAMAGED_ENTRY)),
+        (code::EOK, true)
+    );
 }
