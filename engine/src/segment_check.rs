@@ -369,6 +369,41 @@ pub enum Damage {
     FoundByRead,
 }
 
+impl std::fmt::Display for Damage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Damage::SegmentHeader => write!(f, "segment header does not verify"),
+            Damage::Record(bad) => write!(f, "not a valid record: {bad:?}"),
+            Damage::Payload(error) => write!(f, "payload checksum or padding: {error:?}"),
+            Damage::Sequence { expected, found } => write!(
+                f,
+                "record out of sequence: expected {}, found {}",
+                expected.0, found.0
+            ),
+            Damage::Chain => write!(f, "record off the hash chain"),
+            Damage::DataEnd { index, found } => write!(
+                f,
+                "records end at {found} but the index records data up to {index}"
+            ),
+            Damage::IndexDisagrees => {
+                write!(
+                    f,
+                    "first or last record differs from what the index records"
+                )
+            }
+            Damage::IndexFile(error) => write!(f, "index file: {error}"),
+            Damage::IndexGeneration { index, segment } => write!(
+                f,
+                "index of generation {index}, segment of generation {segment}"
+            ),
+            Damage::IndexPage { page } => write!(f, "slot page {page} checksum mismatch"),
+            Damage::IndexSlots => write!(f, "slots disagree with the runs or the data"),
+            Damage::Digest => write!(f, "the client's digest does not verify"),
+            Damage::FoundByRead => write!(f, "a read found the record failing its checks"),
+        }
+    }
+}
+
 /// Damage and where it is in its file, if at one place.
 pub type Found = (Option<u64>, Damage);
 

@@ -7,14 +7,13 @@
 //! record before the end of its data, as its index records it, is corruption. From the resume
 //! segment on, recovery decides (docs/format.md, "Recovery rules").
 
-use super::walk::{SegmentWalk, WalkBad, WalkEnd, WalkError, WalkStep};
+use super::walk::{SegmentWalk, WalkEnd, WalkError, WalkStep};
 use super::{journal_view, JournalView};
 use crate::checkpoint;
 use crate::constants::SECTOR_SIZE;
 use crate::error::OpenError;
-use crate::ids::{FileId, LedgerId, Location, SegmentId, Sequence};
+use crate::ids::{FileId, LedgerId, Location, SegmentId};
 use crate::index_file::{self, FileFormatError, IndexHeader, RUN_TABLE_OFFSET};
-use crate::record::RecordError;
 use crate::segment_check::{
     index_header_check, index_page_check, index_runs_check, ChainCheck, Damage, Found, RunsHeld,
 };
@@ -101,44 +100,8 @@ pub struct Problem {
 pub enum ProblemReason {
     /// The segment cannot be walked (header, size, read error).
     Segment(WalkError),
-    /// Not a record of this place where one should be.
-    Record(WalkBad),
-    /// A record whose payload checksum or padding is wrong.
-    Payload(RecordError),
-    /// A record out of sequence.
-    Sequence {
-        /// The sequence the chain expects.
-        expected: Sequence,
-        /// What the record holds.
-        found: Sequence,
-    },
-    /// A record whose `checksum_previous` is not the previous record's header checksum.
-    Chain,
-    /// The segment's data ends before the end its index records.
-    DataEnd {
-        /// The index's end of data.
-        index: u64,
-        /// Where the records end.
-        found: u64,
-    },
-    /// The segment's first or last record, or its last checksum, is not what its index says.
-    IndexDisagrees,
-    /// The index file's header or run table does not verify.
-    IndexFile(FileFormatError),
-    /// The index file describes another generation of the segment.
-    IndexGeneration {
-        /// The index's generation.
-        index: u32,
-        /// The segment's.
-        segment: u32,
-    },
-    /// A slot page fails its checksum.
-    IndexPage {
-        /// The page.
-        page: u64,
-    },
-    /// A slot points outside the segment's data, or the slots held do not match the runs.
-    IndexSlots,
+    /// Damage in a sealed segment or its index file, as the scrubber reports it too.
+    Damage(Damage),
     /// The checkpoint does not verify.
     Checkpoint(FileFormatError),
     /// Reading a file failed.
@@ -343,7 +306,10 @@ fn records_check(
             let past_end = data_end.is_some_and(|data_end| position.0 >= data_end);
             let stale = data_end.is_none() && walk.header().recycled && position.0 % 4096 == 0;
             if !past_end && !stale {
-                return Ok(Err((Some(position.0), ProblemReason::Record(reason))));
+                return Ok(Err((
+                    Some(position.0),
+                    ProblemReason::Damage(Damage::Record(reason)),
+                )));
             }
             position.0
         }
@@ -433,33 +399,13 @@ fn index_file_check(
         }
     }
     if held != held_expected.expected {
-        return Ok(Err((None, ProblemReason::IndexSlots)));
+        return Ok(Err((None, ProblemReason::Damage(Damage::IndexSlots))));
     }
     Ok(Ok((header, pages)))
 }
 
 impl From<Damage> for ProblemReason {
     fn from(damage: Damage) -> Self {
-        match damage {
-            Damage::SegmentHeader => ProblemReason::Segment(WalkError::Header(
-                crate::segment::SegmentHeaderError::Invalid,
-            )),
-            Damage::Record(bad) => ProblemReason::Record(bad),
-            Damage::Payload(error) => ProblemReason::Payload(error),
-            Damage::Sequence { expected, found } => ProblemReason::Sequence { expected, found },
-            Damage::Chain => ProblemReason::Chain,
-            Damage::DataEnd { index, found } => ProblemReason::DataEnd { index, found },
-            Damage::IndexDisagrees => ProblemReason::IndexDisagrees,
-            Damage::IndexFile(error) => ProblemReason::IndexFile(error),
-            Damage::IndexGeneration { index, segment } => {
-                ProblemReason::IndexGeneration { index, segment }
-            }
-            Damage::IndexPage { page } => ProblemReason::IndexPage { page },
-            Damage::IndexSlots => ProblemReason::IndexSlots,
-            // Only a server's reads find damage so; `verify` walks every record instead.
-            Damage::FoundByRead => ProblemReason::Payload(RecordError::ChecksumPayload),
-            // `verify` does not check client digests (it does not know the ledgers' types).
-            Damage::Digest => ProblemReason::Payload(RecordError::ChecksumPayload),
-        }
+        ProblemReason::Damage(damage)
     }
 }

@@ -120,25 +120,7 @@ fn problem_text(shard: usize, problem: &Problem) -> String {
         .map_or(String::new(), |position| format!(" position={position}"));
     let reason = match &problem.reason {
         ProblemReason::Segment(error) => format!("segment unreadable: {error}"),
-        ProblemReason::Record(bad) => format!("not a valid record: {bad:?}"),
-        ProblemReason::Payload(error) => format!("payload checksum or padding: {error:?}"),
-        ProblemReason::Sequence { expected, found } => format!(
-            "record out of sequence: expected {}, found {}",
-            expected.0, found.0
-        ),
-        ProblemReason::Chain => "record off the hash chain".to_string(),
-        ProblemReason::DataEnd { index, found } => {
-            format!("records end at {found} but the index records data up to {index}")
-        }
-        ProblemReason::IndexDisagrees => {
-            "first or last record differs from what the index records".to_string()
-        }
-        ProblemReason::IndexFile(error) => format!("index file: {error}"),
-        ProblemReason::IndexGeneration { index, segment } => {
-            format!("index of generation {index}, segment of generation {segment}")
-        }
-        ProblemReason::IndexPage { page } => format!("slot page {page} checksum mismatch"),
-        ProblemReason::IndexSlots => "slots disagree with the runs or the data".to_string(),
+        ProblemReason::Damage(damage) => damage.to_string(),
         ProblemReason::Checkpoint(error) => format!("checkpoint: {error}"),
         ProblemReason::Io(error) => format!("read failed: {error}"),
         ProblemReason::Open(error) => open_reason(error),

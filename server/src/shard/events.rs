@@ -53,7 +53,7 @@ impl Shard {
         match found.entry {
             Some((ledger, entry)) => tracing::error!(
                 shard = self.id,
-                "{by}: damage in {} at byte {position}: {:?}; ledger {} entry {} \
+                "{by}: damage in {} at byte {position}: {}; ledger {} entry {} \
                  cannot be read here",
                 found.file,
                 found.damage,
@@ -62,7 +62,7 @@ impl Shard {
             ),
             None => tracing::error!(
                 shard = self.id,
-                "{by}: damage in {} at byte {position}: {:?}",
+                "{by}: damage in {} at byte {position}: {}",
                 found.file,
                 found.damage
             ),

@@ -7,12 +7,14 @@
 
 use crate::gc::{ledger_znode, underreplicated_znode, LAYOUT_HIERARCHICAL};
 use crate::registration::{free_port, root, zk_args, zookeeper, Zk};
-use crate::support::{body, http_get, metric, uring_available, Reply, Server, TestDir, KEY};
-use engine::record::{self, RecordKind};
+use crate::support::{
+    body, http_get, metric, segment_entry_records, uring_available, wait_until, Reply, Server,
+    TestDir, KEY,
+};
 use prost::Message;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use wire::code;
 use wire::ledger_metadata::{LedgerMetadataFormat, Segment, State};
 use zookeeper_client::CreateMode;
@@ -22,14 +24,6 @@ const ENTRIES: i64 = 12_000;
 /// In a sealed segment on every bookie (about 5,000 entries fill a 1 MiB segment).
 const DAMAGED_ENTRY: i64 = 3_000;
 const TIMEOUT: Duration = Duration::from_secs(60);
-
-fn wait_until(what: &str, mut ok: impl FnMut() -> bool) {
-    let deadline = Instant::now() + TIMEOUT;
-    while !ok() {
-        assert!(Instant::now() < deadline, "{what} within {TIMEOUT:?}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
 
 /// Version 3 metadata: E3/W3/A2 over `members`, CRC32C digests, open.
 fn metadata(members: &[String]) -> Vec<u8> {
@@ -142,21 +136,15 @@ fn damage(dir: &Path, entry: i64) {
             .unwrap();
         let mut image = vec![0u8; usize::try_from(file.metadata().unwrap().len()).unwrap()];
         file.read_exact_at(&mut image, 0).unwrap();
-        let mut position = 4096;
-        while position + 64 <= image.len() {
-            match record::decode_header(&image[position..]) {
-                Ok((header, _)) => {
-                    if header.kind == RecordKind::Entry && header.entry.0 == entry {
-                        let at = position + 64 + 40;
-                        file.write_all_at(&[image[at] ^ 0x10], u64::try_from(at).unwrap())
-                            .unwrap();
-                        file.sync_all().unwrap();
-                        return;
-                    }
-                    position += record::record_size(header.payload_size as usize);
-                }
-                Err(_) => position = (position / 4096 + 1) * 4096,
-            }
+        let found = segment_entry_records(&image)
+            .into_iter()
+            .find(|&(_, _, found)| found == entry);
+        if let Some((position, _, _)) = found {
+            let at = position + 64 + 40;
+            file.write_all_at(&[image[at] ^ 0x10], u64::try_from(at).unwrap())
+                .unwrap();
+            file.sync_all().unwrap();
+            return;
         }
     }
     panic!(
@@ -196,7 +184,7 @@ fn cluster(test: &str) -> Option<(Zk, String, Vec<Bookie>, Vec<Server>)> {
         write_all(server);
     }
     for server in &servers {
-        wait_until("a clean scrub cycle", || {
+        wait_until("a clean scrub cycle", TIMEOUT, || {
             metric_of(server, "ringlog_scrub_cycles_total") >= 1.0
         });
         assert_eq!(metric_of(server, "ringlog_scrub_damage_records_total"), 0.0);
@@ -211,7 +199,7 @@ fn a_damaged_entry_is_repaired_from_another_bookie_and_stays_repaired_across_a_r
     };
     let entry = DAMAGED_ENTRY;
     damage(&bookies[0].dir.0, entry);
-    wait_until("the repair written", || {
+    wait_until("the repair written", TIMEOUT, || {
         metric_of(&servers[0], "ringlog_repair_written_total") >= 1.0
     });
     assert_eq!(metric_of(&servers[0], "ringlog_repair_copied_total"), 1.0);
@@ -265,7 +253,7 @@ fn an_entry_damaged_on_every_bookie_marks_the_ledger_under_replicated() {
         .map(|bookie| bookie.start(address, &root))
         .collect();
     for server in &servers {
-        wait_until("the ledger marked", || {
+        wait_until("the ledger marked", TIMEOUT, || {
             metric_of(server, "ringlog_repair_marked_total") >= 1.0
         });
         let mut client = server.connect();
@@ -290,7 +278,7 @@ fn a_damaged_entry_left_unrepaired_is_repaired_after_a_restart_without_waiting_f
         assert!(server.terminate().status.success());
     }
     damage(&bookies[0].dir.0, DAMAGED_ENTRY);
-    wait_until("the repair attempted", || {
+    wait_until("the repair attempted", TIMEOUT, || {
         metric_of(&servers[0], "ringlog_repair_marked_total") >= 1.0
     });
     assert_eq!(metric_of(&servers[0], "ringlog_repair_written_total"), 0.0);
@@ -303,7 +291,7 @@ fn a_damaged_entry_left_unrepaired_is_repaired_after_a_restart_without_waiting_f
         .map(|bookie| bookie.start(address, &root))
         .collect();
     let server = bookies[0].start_scrubbing(address, &root, "0");
-    wait_until("the repair written after the restart", || {
+    wait_until("the repair written after the restart", TIMEOUT, || {
         metric_of(&server, "ringlog_repair_written_total") >= 1.0
     });
     assert_eq!(metric_of(&server, "ringlog_scrub_bytes_total"), 0.0);

@@ -3,23 +3,17 @@
 //! entry, counted in /metrics and /api/v1/bookie/scrub, and the entry answers EIO, never
 //! wrong data; the other entries read back.
 
-use crate::support::{body, http_get, metric, uring_available, Client, Server, TestDir, KEY};
-use engine::record::{self, RecordKind};
+use crate::support::{
+    body, http_get, metric, segment_entry_records, uring_available, wait_until, Client, Server,
+    TestDir, KEY,
+};
 use std::os::unix::fs::FileExt;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use wire::code;
 
 const LEDGER: i64 = 5;
 const ENTRIES: i64 = 20_000;
 const TIMEOUT: Duration = Duration::from_secs(60);
-
-fn wait_until(what: &str, mut ok: impl FnMut() -> bool) {
-    let deadline = Instant::now() + TIMEOUT;
-    while !ok() {
-        assert!(Instant::now() < deadline, "{what} within {TIMEOUT:?}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
 
 /// The first shard's scrub state, as the HTTP API gives it (one shard: its fields are the
 /// first of each name).
@@ -61,23 +55,8 @@ impl std::fmt::Display for Scrub {
 
 /// (position of the payload, entry id) of the `index`-th entry record of a segment file.
 fn entry_record(image: &[u8], index: usize) -> (usize, i64) {
-    let mut position = 4096;
-    let mut seen = 0;
-    while position + 64 <= image.len() {
-        match record::decode_header(&image[position..]) {
-            Ok((header, _)) => {
-                if header.kind == RecordKind::Entry {
-                    if seen == index {
-                        return (position + 64, header.entry.0);
-                    }
-                    seen += 1;
-                }
-                position += record::record_size(header.payload_size as usize);
-            }
-            Err(_) => position = (position / 4096 + 1) * 4096,
-        }
-    }
-    panic!("no entry record {index}");
+    let (position, _, entry) = segment_entry_records(image)[index];
+    (position + 64, entry)
 }
 
 #[test]
@@ -120,7 +99,7 @@ fn a_flipped_byte_in_a_sealed_segment_is_found_logged_and_never_served() {
         }
     }
     // Sealed segments and a clean cycle over them.
-    wait_until("a clean scrub cycle", || {
+    wait_until("a clean scrub cycle", TIMEOUT, || {
         let shard = scrub_json(&server);
         // Before the first tick publishes, every field reads 0 and `enabled` false.
         shard.0.contains("\"enabled\":true")
@@ -146,7 +125,7 @@ fn a_flipped_byte_in_a_sealed_segment_is_found_logged_and_never_served() {
     drop(file);
 
     let cycles = scrub_json(&server).get("cyclesCompleted");
-    wait_until("the damage found", || {
+    wait_until("the damage found", TIMEOUT, || {
         scrub_json(&server).get("damageRecords") >= 1
     });
     let shard = scrub_json(&server);

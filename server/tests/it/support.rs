@@ -523,3 +523,32 @@ pub fn metric(text: &str, series: &str) -> Option<f64> {
         .filter(|line| !line.starts_with('#'))
         .find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
 }
+
+/// Waits, polling every 100 ms, until `ok`; fails the test after `timeout`.
+pub fn wait_until(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !ok() {
+        assert!(Instant::now() < deadline, "{what} within {timeout:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The entry records of a segment file's bytes, in order: (header position, ledger, entry).
+/// Commit padding is skipped to the next 4 KiB boundary, as recovery does.
+pub fn segment_entry_records(image: &[u8]) -> Vec<(usize, i64, i64)> {
+    use engine::record::{self, RecordKind};
+    let mut records = Vec::new();
+    let mut position = 4096;
+    while position + 64 <= image.len() {
+        match record::decode_header(&image[position..]) {
+            Ok((header, _)) => {
+                if header.kind == RecordKind::Entry {
+                    records.push((position, header.ledger.0, header.entry.0));
+                }
+                position += record::record_size(header.payload_size as usize);
+            }
+            Err(_) => position = (position / 4096 + 1) * 4096,
+        }
+    }
+    records
+}

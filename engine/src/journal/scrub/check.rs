@@ -2,7 +2,7 @@
 //! next: one segment's phases, index file first, records second, and the second pass over the
 //! slot pages that names the entries of damaged records.
 
-use super::{DamageFound, DamagedRange, Next, Phase};
+use super::{DamageFound, DamagedRange, Job, Next, Phase};
 use crate::constants::{
     RECORD_HEADER_SIZE, SCRUB_DAMAGED_RANGES_MAX, SCRUB_DAMAGE_EVENTS_PER_READ_MAX,
     SCRUB_LEARNED_MAX, SCRUB_READ_SIZE, SECTOR_SIZE,
@@ -76,7 +76,6 @@ impl<D: Disk> Journal<D> {
             } else {
                 Chunk::EMPTY
             };
-            let chunk_end = chunk.start + to_u64(chunk.bytes.len());
             match job.phase {
                 Phase::IndexHead => {
                     let table_end = job.slot_table_offset;
@@ -126,22 +125,12 @@ impl<D: Disk> Journal<D> {
                         job.phase = Phase::SegmentHeader;
                         continue;
                     }
-                    let start = job.slot_table_offset + page * to_u64(SECTOR_SIZE);
-                    let inside = job.chunk_file == Some(index_file)
-                        && start >= chunk.start
-                        && start + to_u64(SECTOR_SIZE) <= chunk_end;
-                    if !inside {
-                        let length = (job.index_size - start).min(to_u64(SCRUB_READ_SIZE));
-                        return Next::Read {
-                            file: index_file,
-                            start,
-                            length: to_usize(length),
-                        };
-                    }
-                    let offset = to_usize(start - chunk.start);
+                    let page_bytes = match slot_page(job, chunk, index_file, page) {
+                        Ok(page_bytes) => page_bytes,
+                        Err(read) => return read,
+                    };
                     let header = job.header.expect("pages follow the header");
                     let counted = job.held_expected.as_ref().unwrap_or(&no_runs);
-                    let page_bytes = &chunk.bytes[offset..offset + SECTOR_SIZE];
                     match index_page_check(page_bytes, page, &header, counted) {
                         Ok(count) => job.held += count,
                         Err(found) => {
@@ -301,20 +290,10 @@ impl<D: Disk> Journal<D> {
                         }
                         return Next::Done;
                     }
-                    let start = job.slot_table_offset + page * to_u64(SECTOR_SIZE);
-                    let inside = job.chunk_file == Some(index_file)
-                        && start >= chunk.start
-                        && start + to_u64(SECTOR_SIZE) <= chunk_end;
-                    if !inside {
-                        let length = (job.index_size - start).min(to_u64(SCRUB_READ_SIZE));
-                        return Next::Read {
-                            file: index_file,
-                            start,
-                            length: to_usize(length),
-                        };
-                    }
-                    let offset = to_usize(start - chunk.start);
-                    let page_bytes = &chunk.bytes[offset..offset + SECTOR_SIZE];
+                    let page_bytes = match slot_page(job, chunk, index_file, page) {
+                        Ok(page_bytes) => page_bytes,
+                        Err(read) => return read,
+                    };
                     // A damaged page was reported already: its entries cannot be told.
                     if index_file::page_verify(page_bytes) {
                         for (slot, position) in page_positions(page_bytes, page) {
@@ -338,6 +317,30 @@ impl<D: Disk> Journal<D> {
             }
         }
     }
+}
+
+/// Slot page `page` of the job's index, from the chunk, or the read that brings it.
+fn slot_page<'a>(
+    job: &Job,
+    chunk: Chunk<'a>,
+    index_file: FileId,
+    page: u64,
+) -> Result<&'a [u8], Next> {
+    let start = job.slot_table_offset + page * to_u64(SECTOR_SIZE);
+    let chunk_end = chunk.start + to_u64(chunk.bytes.len());
+    let inside = job.chunk_file == Some(index_file)
+        && start >= chunk.start
+        && start + to_u64(SECTOR_SIZE) <= chunk_end;
+    if !inside {
+        let length = (job.index_size - start).min(to_u64(SCRUB_READ_SIZE));
+        return Err(Next::Read {
+            file: index_file,
+            start,
+            length: to_usize(length),
+        });
+    }
+    let offset = to_usize(start - chunk.start);
+    Ok(&chunk.bytes[offset..offset + SECTOR_SIZE])
 }
 
 /// The held slots of slot page `page`: (slot, record position).
