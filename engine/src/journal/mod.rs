@@ -29,6 +29,7 @@
 
 mod commit;
 mod compact;
+mod damage;
 mod dead;
 mod event;
 mod index_pages;
@@ -309,30 +310,6 @@ impl<D: Disk> Journal<D> {
         Ok(())
     }
 
-    /// `Config::verify_digest_on_add`: the body's digest against the ledger's type (learned
-    /// from the first bodies); a mismatch is reported as damage that reached the bookie.
-    fn digest_verify_on_add(
-        &mut self,
-        ledger: LedgerId,
-        entry: EntryId,
-        location: crate::ids::Location,
-        body: &[u8],
-    ) {
-        let state = self.index.ledger_mut(ledger).expect("staged above");
-        let (check, kind, tries) =
-            crate::digest::digest_check(state.digest, state.digest_tries, body);
-        (state.digest, state.digest_tries) = (kind, tries);
-        if check == crate::digest::DigestCheck::Mismatch {
-            self.stats.digest_mismatches_on_add += 1;
-            self.events.push(Event::Damage(DamageFound {
-                file: FileId::Segment(location.segment),
-                position: Some(location.position.0),
-                damage: crate::segment_check::Damage::Digest,
-                entry: Some((ledger, entry)),
-            }));
-        }
-    }
-
     /// Fences a ledger (creating it with `master_key` if unknown). Normal adds are refused
     /// from now on; the token is reported durable once the fence record is.
     pub fn fence(
@@ -426,25 +403,6 @@ impl<D: Disk> Journal<D> {
             self.stats.ledgers_deleted += 1;
         }
         deleted
-    }
-
-    /// Records an entry found damaged (docs/scrub.md, "Repair"): kept in the checkpoint until
-    /// `damaged_repaired`, so a restart asks for its repair again at once. False when it was
-    /// recorded already, or `checkpoint::DAMAGED_MAX` are (the scrubber finds the others
-    /// again).
-    pub fn damaged_record(&mut self, ledger: LedgerId, entry: EntryId) -> bool {
-        let recorded = self.index.damaged_insert(ledger, entry);
-        if recorded {
-            self.seal.checkpoint_request();
-        }
-        recorded
-    }
-
-    /// A damaged entry was written again (its repair is durable): forgotten.
-    pub fn damaged_repaired(&mut self, ledger: LedgerId, entry: EntryId) {
-        if self.index.damaged_remove(ledger, entry) {
-            self.seal.checkpoint_request();
-        }
     }
 
     /// True while a deletion is not yet durable in a checkpoint.
