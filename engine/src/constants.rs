@@ -283,8 +283,10 @@ pub const SCRUB_CYCLE_MS_DEFAULT: u64 = 168 * 3600 * 1000;
 /// The scrubber asks for a checkpoint (which carries its position) after this many segments
 /// checked, if sealing wrote none meanwhile: a restart checks at most this many again.
 pub const SCRUB_CHECKPOINT_SEGMENTS: u32 = 16;
-/// `Event::Damage` reports at most this many findings per scrub read (a segment of garbage
-/// would otherwise flood the log); the counters count them all.
+/// `Event::Damage` reports at most this many findings without an entry per scrub read (a
+/// segment of garbage would otherwise flood the log); the counters count them all. Findings
+/// that name an entry are all reported: each asks for a repair (the server caps its log
+/// lines instead).
 pub const SCRUB_DAMAGE_EVENTS_PER_READ_MAX: usize = 16;
 
 /// Ranges without a sound record header the scrubber remembers per segment, to name the

@@ -293,6 +293,8 @@ pub const SORT_QUIET_TICKS: u32 = 10;
 pub const SORT_TRAFFIC_MAX_MIB_MAX: u64 = 4096;
 /// Default `--scrub-rate-mib`: engine's `SCRUB_RATE_MAX_DEFAULT` (docs/scrub.md).
 pub const SCRUB_RATE_MIB_DEFAULT: u64 = engine::constants::SCRUB_RATE_MAX_DEFAULT / (1024 * 1024);
+/// Damage lines a shard logs per 100 ms tick at most; the rest are summed up in one line.
+pub const DAMAGE_LINES_PER_TICK_MAX: u32 = 16;
 /// Repair requests queued for the repairer at most (docs/scrub.md, "Repair"); past it a
 /// request is dropped and counted, and the next scrub cycle finds the damage again.
 pub const REPAIR_QUEUE_MAX: usize = 4096;

@@ -111,6 +111,10 @@ struct Job {
     runs: Vec<Run>,
     /// Ranges without a sound record header, at most `SCRUB_DAMAGED_RANGES_MAX`.
     damaged: Vec<DamagedRange>,
+    /// Where the last sound record ended (or the scan resumed): damage found past padding
+    /// the scan skipped starts here, so a record whose header was in the padding's place is
+    /// inside the damaged range.
+    record_end: u64,
     /// Digest types learned from this segment's bodies (`digest.rs`), for the index once the
     /// buffer is done with, at most `SCRUB_LEARNED_MAX` ledgers per read.
     learned: Vec<(LedgerId, crate::digest::DigestKind, u8)>,
@@ -410,6 +414,7 @@ impl<D: Disk> Journal<D> {
                 records_damaged: false,
                 runs: Vec::new(),
                 damaged: Vec::new(),
+                record_end: to_u64(SEGMENT_HEADER_SIZE),
                 learned: Vec::new(),
                 chunk_file: None,
                 chunk_start: 0,

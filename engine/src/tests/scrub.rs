@@ -209,8 +209,9 @@ fn without_credit_or_with_rate_zero_the_scrubber_reads_nothing() {
     assert!(!journal.scrub_state().enabled);
 }
 
-/// Seeded damage: one byte flipped at a random place in the data of a random sealed segment,
-/// or in a random slot page of its index (`RINGLOG_SCRUB_SEEDS`, default 40). Every flip is
+/// Seeded damage: one bit flipped, or one sector zeroed, at a random place in the data of a
+/// random sealed segment, or in a random slot page of its index (`RINGLOG_SCRUB_SEEDS`,
+/// default 40). Every flip is
 /// found within one cycle, in the file it hit, and no entry is ever served other than as
 /// written: it reads back intact or answers an I/O error.
 #[test]
@@ -263,7 +264,19 @@ fn every_flipped_byte_in_sealed_data_or_index_pages_is_found_within_one_cycle() 
             (SEGMENT_HEADER_SIZE, crate::stdx::to_usize(data_end))
         };
         let at = from + crate::stdx::to_usize(rng.below(crate::stdx::to_u64(to - from)));
-        bytes[at] ^= 1 << rng.below(8);
+        if rng.below(3) == 0 {
+            // A sector the disk lost: zeros (`to` is past `from` by whole sectors for the
+            // index; a segment's data ends within its last sector).
+            let sector = at / SECTOR_SIZE * SECTOR_SIZE;
+            let end = (sector + SECTOR_SIZE).min(bytes.len());
+            if bytes[sector..end].iter().all(|&byte| byte == 0) {
+                bytes[at] ^= 1;
+            } else {
+                bytes[sector..end].fill(0);
+            }
+        } else {
+            bytes[at] ^= 1 << rng.below(8);
+        }
         disk.reload_live_from_durable();
         let mut journal = Journal::open(disk, config).unwrap();
         let cycles = journal.stats().scrub_cycles_completed + 1;

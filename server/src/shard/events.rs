@@ -40,8 +40,14 @@ impl Shard {
     }
 
     /// Damage found, by the scrubber or by a read: one line per finding, for the operator
-    /// (docs/scrub.md). Reads of a damaged entry answer EIO until a repair writes it again.
-    fn on_damage(&self, found: engine::journal::DamageFound) {
+    /// (docs/scrub.md), at most `DAMAGE_LINES_PER_TICK_MAX` a tick (the rest are counted and
+    /// summed up on the tick). Reads of a damaged entry answer EIO until a repair writes it.
+    fn on_damage(&mut self, found: engine::journal::DamageFound) {
+        if self.damage_lines_this_tick >= crate::limits::DAMAGE_LINES_PER_TICK_MAX {
+            self.damage_lines_dropped += 1;
+            return;
+        }
+        self.damage_lines_this_tick += 1;
         let position = found
             .position
             .map_or_else(|| "-".to_owned(), |position| position.to_string());

@@ -225,6 +225,9 @@ struct Shard {
     repairs_in_flight: Vec<Option<repair::RepairInFlight>>,
     /// The damaged entries of the checkpoint were handed to the repairer (`repairs_resume`).
     repairs_resumed: bool,
+    /// Damage lines logged this tick, and those left out since the last summary.
+    damage_lines_this_tick: u32,
+    damage_lines_dropped: u64,
 }
 
 /// The connection slots: a slot's index is the client index in tokens, and its generation

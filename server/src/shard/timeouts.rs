@@ -79,6 +79,16 @@ impl Shard {
         let elapsed_us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
         self.bookie.journal.scrub_grant(elapsed_us);
         self.repairs_resume();
+        self.damage_lines_this_tick = 0;
+        if self.damage_lines_dropped > 0 {
+            tracing::error!(
+                shard = self.id,
+                "{} more damage findings not logged one by one (ringlog_scrub_damage_* counts \
+                 them all; every named entry is still asked for repair)",
+                self.damage_lines_dropped
+            );
+            self.damage_lines_dropped = 0;
+        }
         self.sorting_pace(elapsed);
         self.read_pace();
         self.bookie

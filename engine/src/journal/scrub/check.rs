@@ -12,11 +12,12 @@ use crate::disk::Disk;
 use crate::ids::{EntryId, FileId, LedgerId};
 use crate::index_file::{self, Run, RUN_TABLE_OFFSET};
 use crate::journal::{Event, Journal};
+use crate::record::RecordError;
 use crate::record::RecordKind;
 use crate::segment::decode_segment_header;
 use crate::segment_check::{
     index_header_check, index_page_check, index_runs_check, Chunk, Damage, Found, RunsHeld,
-    ScanStep, WalkEnd,
+    ScanStep, WalkBad, WalkEnd,
 };
 use crate::stdx::{align_up_u64, to_u64, to_usize};
 
@@ -55,8 +56,10 @@ impl<D: Disk> Journal<D> {
                 | Damage::IndexSlots => stats.scrub_damage_index += 1,
                 _ => stats.scrub_damage_records += 1,
             }
-            if damage_events < SCRUB_DAMAGE_EVENTS_PER_READ_MAX {
-                damage_events += 1;
+            // Every finding that names an entry is reported: each is a repair to ask for.
+            // Others are capped per read (a segment of garbage would flood the log).
+            if entry.is_some() || damage_events < SCRUB_DAMAGE_EVENTS_PER_READ_MAX {
+                damage_events += usize::from(entry.is_none());
                 events.push(Event::Damage(DamageFound {
                     file,
                     position: found.0,
@@ -177,7 +180,21 @@ impl<D: Disk> Journal<D> {
                         ScanStep::Record(record) if record.position.0 < data_end => {
                             let entry = (record.header.kind == RecordKind::Entry)
                                 .then_some((record.header.ledger, record.header.entry));
-                            if let Err(found) = job.chain.record(&record) {
+                            let chained = job.chain.record(&record);
+                            let record_start = job.record_end;
+                            job.record_end = record.position.0 + record.size;
+                            if let Err((_, Damage::Sequence { expected, found })) = chained {
+                                // Records missing before this sound one (a lost sector the
+                                // scan took for padding): the index names them.
+                                if found > expected {
+                                    let gap = (record_start, record.position.0);
+                                    if let Some(found) = job.damage_range_closed(gap) {
+                                        report(found, segment_file, None);
+                                    }
+                                    continue;
+                                }
+                            }
+                            if let Err(found) = chained {
                                 job.records_damaged = true;
                                 report(found, segment_file, entry);
                             } else if let Some((ledger, _)) = entry {
@@ -214,29 +231,26 @@ impl<D: Disk> Journal<D> {
                             continue;
                         }
                         ScanStep::Record(record) => record.position.0,
-                        ScanStep::End(WalkEnd::Clean { position }) => position.0,
+                        ScanStep::End(WalkEnd::Clean { position }) if position.0 >= data_end => {
+                            position.0
+                        }
                         ScanStep::End(WalkEnd::Bad { position, .. }) if position.0 >= data_end => {
                             position.0
                         }
-                        ScanStep::End(WalkEnd::Bad { position, reason }) => {
-                            job.records_damaged = true;
-                            job.chain.break_chain();
-                            if job.runs.is_empty() || job.damaged.len() >= SCRUB_DAMAGED_RANGES_MAX
-                            {
-                                // No way (or no room) to tell which entries lie there.
-                                let found = (Some(position.0), Damage::Record(reason));
+                        // Zeros at a sector boundary where the index says data is (a zeroed
+                        // sector) are damage like a bad record, and the records past them are
+                        // still checked.
+                        ScanStep::End(WalkEnd::Clean { position }) => {
+                            let reason = WalkBad::Record(RecordError::Zero);
+                            if let Some(found) = job.damage_range_open(position.0, reason) {
                                 report(found, segment_file, None);
-                            } else {
-                                job.damaged.push(DamagedRange {
-                                    from: position.0,
-                                    to: u64::MAX,
-                                    reason,
-                                    identified: false,
-                                });
                             }
-                            job.phase = Phase::Resync {
-                                from: position.0 + 8,
-                            };
+                            continue;
+                        }
+                        ScanStep::End(WalkEnd::Bad { position, reason }) => {
+                            if let Some(found) = job.damage_range_open(position.0, reason) {
+                                report(found, segment_file, None);
+                            }
                             continue;
                         }
                     };
@@ -260,6 +274,7 @@ impl<D: Disk> Journal<D> {
                     match job.scan.resync(chunk, from, data_end) {
                         Ok(found) => {
                             let to = found.unwrap_or(data_end);
+                            job.record_end = to;
                             if let Some(range) = job.damaged.last_mut().filter(|r| r.to == u64::MAX)
                             {
                                 range.to = to;
@@ -316,6 +331,46 @@ impl<D: Disk> Journal<D> {
                 }
             }
         }
+    }
+}
+
+impl Job {
+    /// Damage at `position` where a record should start: the records stop being chained, a
+    /// damaged range opens (its entries named from the index later), and the scan looks for
+    /// the next sound record. Returns a finding to report now when the range cannot be kept
+    /// (no runs to name entries with, or `SCRUB_DAMAGED_RANGES_MAX` reached).
+    fn damage_range_open(&mut self, position: u64, reason: WalkBad) -> Option<Found> {
+        self.records_damaged = true;
+        self.chain.break_chain();
+        self.phase = Phase::Resync { from: position + 8 };
+        if self.runs.is_empty() || self.damaged.len() >= SCRUB_DAMAGED_RANGES_MAX {
+            return Some((Some(position), Damage::Record(reason)));
+        }
+        self.damaged.push(DamagedRange {
+            from: self.record_end.min(position),
+            to: u64::MAX,
+            reason,
+            identified: false,
+        });
+        None
+    }
+
+    /// Records missing in `[from, to)`: a damaged range whose end is known (the sound record
+    /// at `to`); the scan goes on. Returns a finding to report now when the range cannot be
+    /// kept.
+    fn damage_range_closed(&mut self, (from, to): (u64, u64)) -> Option<Found> {
+        self.records_damaged = true;
+        let reason = WalkBad::Record(RecordError::Zero);
+        if self.runs.is_empty() || self.damaged.len() >= SCRUB_DAMAGED_RANGES_MAX {
+            return Some((Some(from), Damage::Record(reason)));
+        }
+        self.damaged.push(DamagedRange {
+            from,
+            to,
+            reason,
+            identified: false,
+        });
+        None
     }
 }
 
