@@ -298,6 +298,13 @@ pub const DAMAGE_LINES_PER_TICK_MAX: u32 = 16;
 /// Repair requests queued for the repairer at most (docs/scrub.md, "Repair"); past it a
 /// request is dropped and counted, and the next scrub cycle finds the damage again.
 pub const REPAIR_QUEUE_MAX: usize = 4096;
+/// A shard asks the repairer for the same entry at most this often: when every copy is
+/// damaged, the repairs' reads of the other copies find their damage and ask again, and the
+/// bookies would keep each other repairing (docs/scrub.md, "Repair").
+pub const REPAIR_RETRY_MS: u64 = 60_000;
+/// Entries a shard remembers asking a repair for (`REPAIR_RETRY_MS`); past it, older ones are
+/// forgotten first.
+pub const REPAIRS_ASKED_MAX: usize = 4096;
 /// The repairer looks at its queue this often.
 pub const REPAIR_POLL_MS: u64 = 100;
 /// A repair's connection to another bookie: connect, send and each read, at most this long.

@@ -140,8 +140,6 @@ pub(super) struct Scrub {
     position: ScrubPosition,
     /// The cycle has wrapped around past the last segment.
     wrapped: bool,
-    /// The position needs a new cycle's rate computed.
-    cycle_fresh: bool,
     segments_since_checkpoint: u32,
     /// Until the first cycle starts (a journal the scrubber never ran on): the seed that
     /// picks its first segment among those sealed then.
@@ -171,7 +169,6 @@ impl Scrub {
             // Ids only grow, so a next segment below the start means the cycle wrapped.
             wrapped: position.segment_next < position.cycle_start,
             position,
-            cycle_fresh: true,
             segments_since_checkpoint: 0,
         }
     }
@@ -219,22 +216,27 @@ enum Next {
 
 impl<D: Disk> Journal<D> {
     /// Lets the scrubber read for `elapsed_us` more microseconds at its rate (the server's
-    /// clock; the engine has none). Idle credit is capped at one read.
+    /// clock; the engine has none). Idle credit is capped at one read or 200 ms of the rate,
+    /// whichever is more: no burst after a pause, and the rate is reachable with the tick's
+    /// grants (one read a tick would cap it at 10 MiB/s).
     pub fn scrub_grant(&mut self, elapsed_us: u64) {
         if !self.scrub.enabled {
             return;
         }
-        if self.scrub.cycle_fresh {
-            self.scrub_cycle_rate();
-        }
-        let bytes = u128::from(self.scrub.rate_bytes_per_s) * u128::from(elapsed_us) / 1_000_000;
-        let cap = i64::try_from(SCRUB_READ_SIZE).expect("small");
+        self.scrub_rate_update();
+        let rate = self.scrub.rate_bytes_per_s;
+        let bytes = u128::from(rate) * u128::from(elapsed_us) / 1_000_000;
+        let cap = to_u64(SCRUB_READ_SIZE).max(rate / 5);
+        let cap = i64::try_from(cap).unwrap_or(i64::MAX);
         let bytes = i64::try_from(bytes).unwrap_or(i64::MAX);
         self.scrub.credit_bytes = self.scrub.credit_bytes.saturating_add(bytes).min(cap);
     }
 
-    /// The sealed bytes (segments and indexes) over the cycle time, at most the configured rate.
-    fn scrub_cycle_rate(&mut self) {
+    /// The sealed bytes now (segments and the indexes' run tables) over the cycle time, at
+    /// most the configured rate. Computed at every grant, not once a cycle: a fresh journal
+    /// starts its first cycle with one segment sealed, and a rate fixed then would make that
+    /// cycle last as many cycle times as segments get sealed during it.
+    fn scrub_rate_update(&mut self) {
         let sealed_bytes: u64 = self
             .index
             .sealed_segments()
@@ -247,7 +249,6 @@ impl<D: Disk> Journal<D> {
         self.scrub.rate_bytes_per_s = u64::try_from(rate)
             .unwrap_or(u64::MAX)
             .clamp(1, self.config.scrub_rate_max.max(1));
-        self.scrub.cycle_fresh = false;
     }
 
     /// Starts the next read of the scrub; called from `submit` while a commit slot is free.
@@ -432,7 +433,6 @@ impl<D: Disk> Journal<D> {
             cycles_completed: self.scrub.position.cycles_completed + 1,
         };
         self.scrub.wrapped = false;
-        self.scrub.cycle_fresh = true;
         self.stats.scrub_cycles_completed += 1;
         self.seal.scrub_position_set(self.scrub.position);
         self.seal.scrub_checkpoint_request();

@@ -225,6 +225,8 @@ struct Shard {
     repairs_in_flight: Vec<Option<repair::RepairInFlight>>,
     /// The damaged entries of the checkpoint were handed to the repairer (`repairs_resume`).
     repairs_resumed: bool,
+    /// When the repairer was last asked for each entry (`repair.rs`, `REPAIR_RETRY_MS`).
+    repairs_asked: std::collections::HashMap<(i64, i64), std::time::Instant>,
     /// Damage lines logged this tick, and those left out since the last summary.
     damage_lines_this_tick: u32,
     damage_lines_dropped: u64,

@@ -42,7 +42,27 @@ impl Shard {
         self.repair_push(ledger.0, entry.0);
     }
 
+    /// Asks the repairer, unless it was asked for this entry less than `REPAIR_RETRY_MS` ago:
+    /// when every copy is damaged, each bookie's repair reads the others' copies, whose reads
+    /// find their damage and ask for a repair in turn; without the pause the bookies kept
+    /// each other repairing (and marking the ledger) about ten times a second.
     fn repair_push(&mut self, ledger: i64, entry: i64) {
+        let now = std::time::Instant::now();
+        let retry = std::time::Duration::from_millis(limits::REPAIR_RETRY_MS);
+        if self
+            .repairs_asked
+            .get(&(ledger, entry))
+            .is_some_and(|&asked| now.duration_since(asked) < retry)
+        {
+            return;
+        }
+        if self.repairs_asked.len() >= limits::REPAIRS_ASKED_MAX {
+            self.repairs_asked
+                .retain(|_, &mut asked| now.duration_since(asked) < retry);
+        }
+        if self.repairs_asked.len() < limits::REPAIRS_ASKED_MAX {
+            self.repairs_asked.insert((ledger, entry), now);
+        }
         let request = RepairRequest {
             ledger,
             entry,
@@ -115,6 +135,7 @@ impl Shard {
         };
         if durable {
             self.bookie.stats.repairs_written += 1;
+            self.repairs_asked.remove(&(repair.ledger, repair.entry));
             self.bookie
                 .journal
                 .damaged_repaired(LedgerId(repair.ledger), EntryId(repair.entry));

@@ -238,6 +238,7 @@ impl Shard {
             tls_handshakes_this_turn: 0,
             repairs_in_flight: vec![None; limits::REPAIRS_IN_FLIGHT_MAX],
             repairs_resumed: false,
+            repairs_asked: std::collections::HashMap::new(),
             damage_lines_this_tick: 0,
             damage_lines_dropped: 0,
             config,

@@ -105,7 +105,16 @@ public final class Main {
                         Tls.bookieSettings(certs, true, ringlog, null)),
                 new Scenario("tls-certificate-rotation", 1, 180,
                         c -> Tls.rotation(c, certs, live),
-                        Tls.bookieSettings(certs, false, false, live)));
+                        Tls.bookieSettings(certs, false, false, live)),
+                // Issue 35 (docs/scrub.md): damage written into sealed segment files is found
+                // by the scrubber and repaired from the replicas, or the ledger is marked
+                // under-replicated when no good copy is left (ScrubRepair).
+                new Scenario("scrub-repair", 3, 420,
+                        c -> ScrubRepair.repair(c, options.quick()), ScrubRepair.SETTINGS,
+                        ringlog ? null : ScrubRepair.JAVA_SKIP),
+                new Scenario("scrub-mark-underreplicated", 3, 240,
+                        ScrubRepair::markUnderreplicated, ScrubRepair.SETTINGS,
+                        ringlog ? null : ScrubRepair.JAVA_SKIP));
         int passed = 0;
         int failed = 0;
         int skipped = 0;
