@@ -219,7 +219,8 @@ metrics-overhead: build
 
 ## Issue 35: what the scrubber costs the seed workload, A/B in FLAG_PAIRS (3) alternating pairs of FLAG_SECONDS (5): off against its default highest rate (4 MiB/s a shard); results/scrub-overhead-*.json.
 scrub-overhead: build
-	FLAG_CHECK=scrub_bytes scripts/flag_overhead.sh scrub-overhead $(RELEASE) $(BENCH_DIR) $(or $(FLAG_PAIRS),3) $(or $(FLAG_SECONDS),5) \
+	FLAG_CHECK=scrub_bytes FLAG_TARGETS="ops/s on/off >= 0.95, p99 on/off <= 1.2x (issue 35)" \
+	  scripts/flag_overhead.sh scrub-overhead $(RELEASE) $(BENCH_DIR) $(or $(FLAG_PAIRS),3) $(or $(FLAG_SECONDS),5) \
 	  "--scrub-rate-mib 0" "--scrub-rate-mib 4 --scrub-cycle-hours 0.0001"
 
 ## Issue 35: what --verify-digest-on-add costs the seed workload (CRC32C bodies), A/B as scrub-overhead; results/digest-overhead-*.json.
