@@ -364,6 +364,8 @@ pub enum Damage {
     /// The record is sound but the client's digest in the entry body does not verify
     /// (`digest.rs`): damaged before it reached the disk.
     Digest,
+    /// The checkpoint does not verify (header, damaged list or a table's checksum).
+    Checkpoint(FileFormatError),
     /// A client's read of the record failed its checks twice (`journal/reads.rs`): reported
     /// so the entry is repaired without waiting for the scrubber.
     FoundByRead,
@@ -399,6 +401,7 @@ impl std::fmt::Display for Damage {
             Damage::IndexPage { page } => write!(f, "slot page {page} checksum mismatch"),
             Damage::IndexSlots => write!(f, "slots disagree with the runs or the data"),
             Damage::Digest => write!(f, "the client's digest does not verify"),
+            Damage::Checkpoint(error) => write!(f, "checkpoint: {error}"),
             Damage::FoundByRead => write!(f, "a read found the record failing its checks"),
         }
     }

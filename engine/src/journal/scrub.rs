@@ -30,6 +30,7 @@
 //! is gone is left.
 
 mod check;
+mod checkpoint;
 
 use super::{Journal, TOKEN_SCRUB};
 use crate::checkpoint::ScrubPosition;
@@ -141,6 +142,10 @@ pub(super) struct Scrub {
     /// The cycle has wrapped around past the last segment.
     wrapped: bool,
     segments_since_checkpoint: u32,
+    /// The checkpoint's own check (`scrub/checkpoint.rs`), and whether the cycle completes
+    /// when it ends.
+    checkpoint: checkpoint::CheckpointCheck,
+    cycle_ending: bool,
     /// Until the first cycle starts (a journal the scrubber never ran on): the seed that
     /// picks its first segment among those sealed then.
     start_seed: Option<u64>,
@@ -170,6 +175,9 @@ impl Scrub {
             wrapped: position.segment_next < position.cycle_start,
             position,
             segments_since_checkpoint: 0,
+            // Once soon after open: the checkpoint is the file a restart reads first.
+            checkpoint: checkpoint::CheckpointCheck::Due,
+            cycle_ending: false,
         }
     }
 
@@ -269,6 +277,9 @@ impl<D: Disk> Journal<D> {
             self.scrub.job = None;
             self.scrub_advance(false);
         }
+        if self.scrub.job.is_none() && self.scrub_checkpoint_drive() {
+            return;
+        }
         if self.scrub.job.is_none() && !self.scrub_job_start() {
             return;
         }
@@ -319,12 +330,16 @@ impl<D: Disk> Journal<D> {
 
     /// A scrub read completed with `result`.
     pub(super) fn scrub_on_complete(&mut self, result: i32) {
-        let (_, length) = self.scrub.in_flight.take().expect("a scrub read runs");
+        let (file, length) = self.scrub.in_flight.take().expect("a scrub read runs");
         let read = usize::try_from(result).ok();
         self.scrub.credit_bytes = self
             .scrub
             .credit_bytes
             .saturating_sub(i64::try_from(length).unwrap_or(i64::MAX));
+        if file == FileId::Checkpoint {
+            self.scrub_checkpoint_on_complete(result, length);
+            return;
+        }
         let Some(job) = self.scrub.job.as_mut() else {
             return;
         };
@@ -379,7 +394,7 @@ impl<D: Disk> Journal<D> {
                 }
                 if self.scrub.wrapped {
                     // Nothing sealed at or past the cycle's start is left: the cycle is over.
-                    self.scrub_cycle_complete();
+                    self.scrub_cycle_end();
                     return false;
                 }
                 self.scrub.wrapped = true;
@@ -387,7 +402,7 @@ impl<D: Disk> Journal<D> {
                 continue;
             };
             if self.scrub.wrapped && segment >= self.scrub.position.cycle_start {
-                self.scrub_cycle_complete();
+                self.scrub_cycle_end();
                 return false;
             }
             self.scrub.position.segment_next = segment;
@@ -425,7 +440,17 @@ impl<D: Disk> Journal<D> {
         }
     }
 
-    fn scrub_cycle_complete(&mut self) {
+    /// Every segment of the cycle is checked: the checkpoint is checked last, then the cycle
+    /// completes (`scrub_checkpoint_idle`). In that order, because completing asks for a new
+    /// checkpoint, which would replace the file before its check, damaged or not.
+    fn scrub_cycle_end(&mut self) {
+        if !self.scrub.cycle_ending {
+            self.scrub.cycle_ending = true;
+            self.scrub.checkpoint = checkpoint::CheckpointCheck::Due;
+        }
+    }
+
+    pub(super) fn scrub_cycle_complete(&mut self) {
         let first = self.index.sealed_segments().next().unwrap_or(SegmentId(0));
         self.scrub.position = ScrubPosition {
             segment_next: first,

@@ -106,6 +106,8 @@ pub(super) struct Seal {
     scrub_sets: u64,
     scrub_sets_requested: u64,
     scrub_sets_durable: u64,
+    /// A checkpoint file was created and not yet renamed into place (`checkpoint_published`).
+    checkpoint_unpublished: bool,
     /// Set when sealed segments may have become dead (deletions made durable, or open);
     /// cleared once none is left.
     removal_check: bool,
@@ -145,6 +147,7 @@ impl Seal {
             scrub_sets: 0,
             scrub_sets_requested: 0,
             scrub_sets_durable: 0,
+            checkpoint_unpublished: false,
             removal_check: true,
             removals_allowed: None,
             paces_since_reuse: 0,
@@ -249,6 +252,13 @@ impl Seal {
     /// Where the checkpoint on disk says recovery resumes.
     pub(super) fn resume(&self) -> Resume {
         self.resume
+    }
+
+    /// True while the checkpoint's file id names the published checkpoint: from the creation
+    /// of a new one until it is renamed into place (or, after a failure, until one is), the id
+    /// names the new file, so the scrubber does not read it meanwhile.
+    pub(super) fn checkpoint_published(&self) -> bool {
+        !self.checkpoint_unpublished
     }
 
     /// True when nothing is in flight and nothing is to be done before a retry.
@@ -360,6 +370,7 @@ impl<D: Disk> Journal<D> {
                 self.disk.submit_file_ops(token, &[publish]).map(|()| None)
             }
             Phase::CheckpointCreate { bytes, .. } => {
+                self.seal.checkpoint_unpublished = true;
                 let create = FileOp::Create {
                     id: FileId::Checkpoint,
                     size: to_u64(bytes.len()),
@@ -502,6 +513,7 @@ impl<D: Disk> Journal<D> {
                 Some(Phase::CheckpointPublish { holds })
             }
             (Phase::CheckpointPublish { holds }, DiskOp::File) => {
+                self.seal.checkpoint_unpublished = false;
                 self.seal.resume = self.seal_resume_after(span);
                 if holds.deletions > self.seal.deletions_durable {
                     // New dead segments: those kept for reuse get their full idle time.
