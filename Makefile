@@ -89,6 +89,8 @@ test: check zk-deps
 sim: deps
 	RINGLOG_SIM_SEEDS=$(SEEDS) $(if $(SEED),RINGLOG_SIM_SEED=$(SEED)) \
 	  $(CARGO) test -p engine --release $(EXTRA_CARGO_ARGS) -- tests::simulation --nocapture
+	RINGLOG_SCRUB_SEEDS=$(SEEDS) \
+	  $(CARGO) test -p engine --release $(EXTRA_CARGO_ARGS) -- tests::scrub::every_flipped --nocapture
 
 ## Real crash loop: CYCLES (default 200) x {serve, writes --verify-log, SIGKILL, restart, reads}; 0 entries lost or it fails.
 crash: build
