@@ -40,6 +40,8 @@ enum Outcome {
     Marked { reason: String },
     /// Could not finish, with why.
     Failed { reason: String },
+    /// The entry's write set does not name this bookie: nothing to do.
+    NotOurs,
 }
 
 /// Runs the repairer until the server stops (module doc).
@@ -90,6 +92,9 @@ pub(super) async fn repairs(control: &Control, bookie: &str) {
                          under-replicated"
                     );
                 }
+                Outcome::NotOurs => tracing::debug!(
+                    "repair of ledger {ledger} entry {entry}: not in this bookie's write set"
+                ),
                 Outcome::Failed { reason } => {
                     router.repair_counted(RepairEnd::Failed);
                     tracing::warn!(
@@ -136,6 +141,11 @@ async fn repair(
         let reason = "the metadata names no write set for the entry";
         return mark(control, client, bookie, request, reason).await;
     };
+    if !write_set.contains(&bookie) {
+        // Not this bookie's entry (an id a damaged index page's runs span, held by the other
+        // bookies of a striped ledger): nothing to repair here.
+        return Outcome::NotOurs;
+    }
     let mut refusals = Vec::new();
     for peer in write_set.into_iter().filter(|&peer| peer != bookie) {
         match copy_fetch(peer, request.ledger, request.entry).await {

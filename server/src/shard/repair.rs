@@ -30,15 +30,20 @@ impl Shard {
         let Some((ledger, entry)) = found.entry else {
             return;
         };
-        let FileId::Segment(segment) = found.file else {
+        let (FileId::Segment(segment) | FileId::Index(segment)) = found.file else {
             return;
         };
         if !self.bookie.journal.entry_current_in(ledger, entry, segment) {
             // Repaired already (or deleted): the damaged copy is no longer read.
             return;
         }
-        // Kept in the checkpoint until repaired: a restart asks again at once.
-        self.bookie.journal.damaged_record(ledger, entry);
+        // A record's damage is kept in the checkpoint until repaired: a restart asks again
+        // at once. An entry named by a damaged index page may be one the runs span without
+        // this bookie holding it (another bookie's share of a striped ledger): the repairer
+        // tells, and the next cycle names it again if it was ours.
+        if matches!(found.file, FileId::Segment(_)) {
+            self.bookie.journal.damaged_record(ledger, entry);
+        }
         self.repair_push(ledger.0, entry.0);
     }
 

@@ -302,3 +302,35 @@ fn a_damaged_entry_left_unrepaired_is_repaired_after_a_restart_without_waiting_f
         (code::EOK, true)
     );
 }
+
+#[test]
+fn entries_a_damaged_index_page_made_unreadable_are_repaired() {
+    let Some((_zk, _root, bookies, servers)) = cluster("repair-index") else {
+        return;
+    };
+    // A bit of the last slot page of sealed segment 1's index, under the running bookie.
+    let path = bookies[0].dir.0.join("shard-0").join("0000000001.index");
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+        .unwrap();
+    let size = file.metadata().unwrap().len();
+    let at = size - 4096 + 100;
+    let mut byte = [0u8];
+    file.read_exact_at(&mut byte, at).unwrap();
+    file.write_all_at(&[byte[0] ^ 0x04], at).unwrap();
+    file.sync_all().unwrap();
+    wait_until("the page's entries repaired", TIMEOUT, || {
+        let requested = metric_of(&servers[0], "ringlog_repair_requested_total");
+        requested >= 1.0 && metric_of(&servers[0], "ringlog_repair_written_total") >= requested
+    });
+    assert_eq!(metric_of(&servers[0], "ringlog_repair_marked_total"), 0.0);
+    // Every entry reads back from the damaged bookie, those of the page from their new copies.
+    let mut client = servers[0].connect();
+    for entry in 0..ENTRIES {
+        let (status, _, read) = client.read(0, LEDGER, entry, None);
+        assert_eq!(status, code::EOK, "entry {entry}");
+        assert_eq!(read, body(LEDGER, entry), "entry {entry}");
+    }
+}

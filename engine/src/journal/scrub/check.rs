@@ -40,7 +40,7 @@ impl<D: Disk> Journal<D> {
             // A damaged record whose entry a repair has since written again elsewhere: reads
             // find the new copy first, so the old damage no longer matters.
             let superseded = match (file, entry) {
-                (FileId::Segment(segment), Some((ledger, entry))) => {
+                (FileId::Segment(segment) | FileId::Index(segment), Some((ledger, entry))) => {
                     !index.entry_current_in(ledger, entry, segment)
                 }
                 _ => false,
@@ -49,11 +49,16 @@ impl<D: Disk> Journal<D> {
                 stats.scrub_damage_superseded += 1;
                 return;
             }
-            match found.1 {
-                Damage::IndexFile(_)
-                | Damage::IndexGeneration { .. }
-                | Damage::IndexPage { .. }
-                | Damage::IndexSlots => stats.scrub_damage_index += 1,
+            match (found.1, entry) {
+                // An entry a damaged page made unreadable: the page is counted once, alone.
+                (Damage::IndexPage { .. }, Some(_)) => {}
+                (
+                    Damage::IndexFile(_)
+                    | Damage::IndexGeneration { .. }
+                    | Damage::IndexPage { .. }
+                    | Damage::IndexSlots,
+                    _,
+                ) => stats.scrub_damage_index += 1,
                 _ => stats.scrub_damage_records += 1,
             }
             // Every finding that names an entry is reported: each is a repair to ask for.
@@ -140,6 +145,19 @@ impl<D: Disk> Journal<D> {
                             // The count cannot be compared any more: this page is reported.
                             job.held_expected = None;
                             report(found, index_file, None);
+                            // Reads of the entries whose slots the page holds fail now: each
+                            // is named, so a repair writes it again elsewhere, where the index
+                            // finds it first (the run table in memory says which they are;
+                            // ids the runs span but this bookie never held are the
+                            // repairer's to tell apart).
+                            let slots = page * to_u64(index_file::PAGE_SLOTS)
+                                ..((page + 1) * to_u64(index_file::PAGE_SLOTS))
+                                    .min(header.slot_count);
+                            for slot in slots {
+                                if let Some(entry) = slot_entry(&job.runs, slot) {
+                                    report(found, index_file, Some(entry));
+                                }
+                            }
                         }
                     }
                     job.phase = Phase::IndexPages { page: page + 1 };
