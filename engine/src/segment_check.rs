@@ -361,6 +361,11 @@ pub enum Damage {
     },
     /// A slot points outside the segment's data, or the slots held do not match the runs.
     IndexSlots,
+    /// A slot page's zero tail (after its checksum) is not zero: no slot is harmed.
+    IndexPagePadding {
+        /// The page.
+        page: u64,
+    },
     /// The record is sound but the client's digest in the entry body does not verify
     /// (`digest.rs`): damaged before it reached the disk.
     Digest,
@@ -400,6 +405,9 @@ impl std::fmt::Display for Damage {
             ),
             Damage::IndexPage { page } => write!(f, "slot page {page} checksum mismatch"),
             Damage::IndexSlots => write!(f, "slots disagree with the runs or the data"),
+            Damage::IndexPagePadding { page } => {
+                write!(f, "slot page {page} has non-zero bytes after its checksum")
+            }
             Damage::Digest => write!(f, "the client's digest does not verify"),
             Damage::Checkpoint(error) => write!(f, "checkpoint: {error}"),
             Damage::FoundByRead => write!(f, "a read found the record failing its checks"),
@@ -460,6 +468,12 @@ impl ChainCheck {
     pub fn break_chain(&mut self) {
         self.broken = true;
         self.first = None;
+    }
+
+    /// The sequence of the last record checked, if any.
+    #[must_use]
+    pub fn sequence_last(&self) -> Option<Sequence> {
+        self.last.map(|(sequence, _)| sequence)
     }
 
     /// The end of the records (`found`) and the first and last record against the index.
@@ -569,6 +583,14 @@ pub fn index_page_check(
     let at = Some(index_file::slot_table_offset(header.run_count) + page * SECTOR);
     if !index_file::page_verify(page_bytes) {
         return Err((at, Damage::IndexPage { page }));
+    }
+    // The bytes after the checksum are zero as written; the checksum does not cover them, so
+    // a flip there harms no slot but says the medium is failing.
+    if page_bytes[index_file::PAGE_SLOTS * 8 + 4..]
+        .iter()
+        .any(|&byte| byte != 0)
+    {
+        return Err((at, Damage::IndexPagePadding { page }));
     }
     let mut count = 0;
     for index in 0..index_file::PAGE_SLOTS {

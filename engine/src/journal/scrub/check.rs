@@ -56,6 +56,7 @@ impl<D: Disk> Journal<D> {
                     Damage::IndexFile(_)
                     | Damage::IndexGeneration { .. }
                     | Damage::IndexPage { .. }
+                    | Damage::IndexPagePadding { .. }
                     | Damage::IndexSlots,
                     _,
                 ) => stats.scrub_damage_index += 1,
@@ -141,6 +142,11 @@ impl<D: Disk> Journal<D> {
                     let counted = job.held_expected.as_ref().unwrap_or(&no_runs);
                     match index_page_check(page_bytes, page, &header, counted) {
                         Ok(count) => job.held += count,
+                        Err(found @ (_, Damage::IndexPagePadding { .. })) => {
+                            // Its slots are sound (counted) and read as before.
+                            job.held_expected = None;
+                            report(found, index_file, None);
+                        }
                         Err(found) => {
                             // The count cannot be compared any more: this page is reported.
                             job.held_expected = None;
@@ -274,6 +280,17 @@ impl<D: Disk> Journal<D> {
                     };
                     if !job.records_damaged {
                         if let Err(found) = job.chain.index_agrees(&header, end) {
+                            report(found, segment_file, None);
+                        }
+                    } else if job
+                        .chain
+                        .sequence_last()
+                        .is_some_and(|last| last < header.sequence_last)
+                    {
+                        // Records missing after the last sound one (a lost sector at the
+                        // data's end reads as the commit's padding): the index names them.
+                        let gap = (job.record_end, data_end.max(job.record_end));
+                        if let Some(found) = job.damage_range_closed(gap) {
                             report(found, segment_file, None);
                         }
                     }
