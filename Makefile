@@ -26,7 +26,7 @@ CHURN_SECONDS ?= 600
 METRICS_PAIRS ?= 3
 METRICS_SECONDS ?= 10
 
-.PHONY: help deps shellcheck-deps zk-deps fuzz-smoke build check test sim crash crash-deletes bench bench-disk bench-journal latency-stages neighbour retention churn interop interop-pulsar interop-pulsar-tls tls-bench disk-full disk-pressure compare compare-catchup compare-pulsar compare-busy compare-tls metrics-check metrics-overhead busy-reads scrub-overhead digest-overhead ci clean
+.PHONY: help deps shellcheck-deps zk-deps fuzz-smoke build check test sim crash crash-deletes bench bench-disk bench-journal latency-stages neighbour retention churn interop interop-pulsar interop-pulsar-tls tls-bench disk-full disk-pressure compare compare-catchup compare-pulsar compare-busy compare-tls metrics-check metrics-overhead busy-reads scrub-overhead digest-overhead hostile-load ci clean
 COMPARE_PAIRS ?= 3
 COMPARE_SECONDS ?= 20
 # The catch-up read workload of `make compare` (issue 15); QUICK=true makes it small.
@@ -229,6 +229,13 @@ scrub-overhead: build
 digest-overhead: build
 	scripts/flag_overhead.sh digest-overhead $(RELEASE) $(BENCH_DIR) $(or $(FLAG_PAIRS),3) $(or $(FLAG_SECONDS),5) \
 	  "--verify-digest-on-add false" "--verify-digest-on-add true"
+
+## Hostile clients beside a good one (reliability.md N1-N6), the test alone on the host with its speed goal enforced (the good client's p99 within 5x its baseline of the same run); results/hostile-load-*.json.
+hostile-load: deps
+	mkdir -p $(RESULTS_DIR)
+	REQUIRE_URING=1 RINGLOG_HOSTILE_LATENCY_ENFORCE=1 \
+	  RINGLOG_HOSTILE_RESULTS=$(RESULTS_DIR)/hostile-load-$$(date -u +%Y%m%d-%H%M%S).json \
+	  $(CARGO) test -p server --release --test it $(EXTRA_CARGO_ARGS) -- hostile_load --test-threads=1 --nocapture
 
 ## Fuzz every target for FUZZ_SECONDS (default 60) each with cargo-fuzz on nightly.
 fuzz-smoke:
