@@ -7,6 +7,9 @@
 #   bookie.pem/.key                  the bookie (SAN IP:127.0.0.1), EC P-256 key in PKCS#8
 #   bookie-rsa.pem/.key              the same with a 2048-bit RSA key in PKCS#1
 #   bookie-sec1.pem/.key             the same with an EC key in SEC1
+#   bookie-peer.pem/.key             a bookie that is also a client of the other bookies (its
+#                                    repairs): SAN IP:127.0.0.1, serverAuth and clientAuth,
+#                                    OU=0:bookie;1:cluster
 #   broker.pem/.key                  client, OU=0:broker,admin;1:cluster (first role broker)
 #   reader.pem/.key                  client, OU=0:reader,broker;1:cluster (first role reader)
 #   no-role.pem/.key                 client, OU=engineering (no role)
@@ -25,6 +28,8 @@ ec_key=(-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes)
 printf 'basicConstraints=CA:FALSE\nsubjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' \
   > server.ext
 printf 'basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n' > client.ext
+printf 'basicConstraints=CA:FALSE\nsubjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n' \
+  > peer.ext
 
 for ca in ca other-ca; do
   openssl req -x509 "${ec_key[@]}" -keyout "$ca.key" -out "$ca.pem" -days 2 \
@@ -50,6 +55,7 @@ certificate bookie-rsa ca server.ext
 openssl ecparam -name prime256v1 -genkey -noout -out bookie-sec1.key 2>/dev/null
 openssl req -new -key bookie-sec1.key -out bookie-sec1.csr -subj "/CN=bookie-sec1" 2>/dev/null
 certificate bookie-sec1 ca server.ext
+signed bookie-peer "/CN=bookie-peer/OU=0:bookie;1:cluster" ca peer.ext
 
 signed broker "/CN=broker/OU=0:broker,admin;1:cluster" ca client.ext
 signed reader "/CN=reader/OU=0:reader,broker;1:cluster" ca client.ext

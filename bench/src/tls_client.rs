@@ -4,7 +4,6 @@
 //! (`writes/connections.rs`). What the numbers then include is the bookie's TLS cost and the
 //! client's own, as a broker's would.
 
-use prost::Message;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::{ClientConfig, ClientConnection, RootCertStore};
@@ -12,7 +11,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
 use std::sync::Arc;
-use wire::v3::{self, proto, Operation, Status};
+use wire::v3::Status;
 
 /// TLS flags shared by `writes` and `reads`.
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -78,22 +77,8 @@ pub fn handshake(
     host: &str,
     config: Arc<ClientConfig>,
 ) -> Result<ClientConnection, String> {
-    let request = proto::Request {
-        header: proto::BkPacketHeader {
-            version: v3::PROTOCOL_VERSION_THREE,
-            operation: Operation::StartTls as i32,
-            txn_id: 1,
-            priority: None,
-        },
-        start_tls_request: Some(proto::StartTlsRequest {}),
-        ..Default::default()
-    };
-    let message = request.encode_to_vec();
-    let mut frame = u32::try_from(message.len())
-        .expect("small")
-        .to_be_bytes()
-        .to_vec();
-    frame.extend_from_slice(&message);
+    let mut frame = Vec::new();
+    wire::client::v3::encode_start_tls_request(&mut frame, 1);
     stream
         .write_all(&frame)
         .map_err(|error| format!("START_TLS: {error}"))?;
@@ -105,12 +90,11 @@ pub fn handshake(
     stream
         .read_exact(&mut body)
         .map_err(|error| format!("START_TLS answer: {error}"))?;
-    let response =
-        proto::Response::decode(body.as_slice()).map_err(|error| format!("START_TLS: {error}"))?;
-    if response.status != Status::Eok as i32 {
+    let status = wire::client::v3::decode_start_tls_response(&body)
+        .ok_or("START_TLS: the answer is not a START_TLS response")?;
+    if status != Status::Eok as i32 {
         return Err(format!(
-            "START_TLS refused with status {} (is the bookie started with --tls-cert?)",
-            response.status
+            "START_TLS refused with status {status} (is the bookie started with --tls-cert?)"
         ));
     }
     let name = ServerName::try_from(host.to_owned())

@@ -287,6 +287,7 @@ fn registration_start(
         settings,
         config.data_dir_first(),
         Arc::clone(router),
+        config.tls.clone(),
         shutdown,
     )
     .map(Some)

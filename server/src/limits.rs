@@ -309,6 +309,9 @@ pub const REPAIRS_ASKED_MAX: usize = 4096;
 pub const REPAIR_POLL_MS: u64 = 100;
 /// A repair's connection to another bookie: connect, send and each read, at most this long.
 pub const REPAIR_PEER_TIMEOUT_MS: u64 = 5_000;
+/// One socket read of the repairer's connection to a peer; the START_TLS answer it takes is
+/// at most this too (the answer to a READ_ENTRY is bounded by the frame cap).
+pub const REPAIR_PEER_READ_SIZE: usize = 64 * 1024;
 /// Repair requests handled per queue look: a burst of damage is repaired in batches, each
 /// ledger's metadata read once per batch.
 pub const REPAIR_BATCH_MAX: usize = 256;

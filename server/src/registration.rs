@@ -24,6 +24,7 @@ mod gc_metadata;
 mod gc_overreplicated;
 mod ledger_layout;
 mod ledger_metadata;
+mod peer_read;
 mod read_rate;
 mod repair;
 mod session;
@@ -249,6 +250,7 @@ impl Registration {
         config: RegistrationConfig,
         data_dir: &Path,
         router: Arc<Router>,
+        tls: Option<Arc<crate::tls::TlsSettings>>,
         shutdown: &'static AtomicBool,
     ) -> Result<Registration, RegistrationError> {
         let (commands, commands_receiver) = mpsc::channel();
@@ -258,6 +260,7 @@ impl Registration {
             config,
             data_dir: data_dir.to_path_buf(),
             router,
+            tls,
             shutdown,
             commands: commands_receiver,
             replies: replies_sender,

@@ -8,6 +8,7 @@ use super::{Command, RegistrationError, Reply};
 use crate::config::RegistrationConfig;
 use crate::limits;
 use crate::router::Router;
+use crate::tls::TlsSettings;
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,6 +25,8 @@ pub(super) struct Control {
     /// The directory the cookie names: the first of --data-dir.
     pub data_dir: PathBuf,
     pub router: Arc<Router>,
+    /// The bookie's TLS settings: the repairer reads from the other bookies with them.
+    pub tls: Option<Arc<TlsSettings>>,
     pub shutdown: &'static AtomicBool,
     pub commands: Receiver<Command>,
     pub replies: Sender<Reply>,

@@ -4,8 +4,9 @@
 //! and, for each:
 //! 1. reads the ledger's metadata (the layout at ROOT/LAYOUT says where it is);
 //! 2. asks every other bookie of the entry's write set (`LedgerMetadata::write_set`,
-//!    BookKeeper's round-robin schedule) for it with a v2 READ_ENTRY, plaintext, one at a
-//!    time, each within `REPAIR_PEER_TIMEOUT_MS`;
+//!    BookKeeper's round-robin schedule) for it with a v2 READ_ENTRY (`peer_read.rs`: inside
+//!    TLS when this bookie has --tls-trust), one at a time, each within
+//!    `REPAIR_PEER_TIMEOUT_MS`;
 //! 3. takes the first answer whose body names the ledger and entry and whose digest verifies
 //!    where the ledger's digest type lets a bookie check it (CRC32, CRC32C; an HMAC needs the
 //!    ledger's password, DUMMY has none: there the ids are all that is checked), and mails it
@@ -22,13 +23,14 @@ use super::control::{bounded, close, connect, sleep_unless_stopping, until_stopp
 use super::gc_metadata::path_join;
 use super::ledger_layout::{layout_parse, ledger_path, LAYOUT_ZNODE};
 use super::ledger_metadata::{metadata_parse, DigestType, LedgerMetadata};
+use super::peer_read::entry_read;
 use super::underreplication::{
     underreplicated_data, underreplicated_parse_replicas, underreplicated_path,
 };
 use crate::limits;
 use crate::router::{Mail, RepairEnd, RepairRequest, SendError};
+use crate::tls::{peer_tls_build, PeerTls};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use zookeeper_client::{Acls, Client, CreateMode, Error as ZkError};
 
 /// What a repair came to.
@@ -71,9 +73,25 @@ pub(super) async fn repairs(control: &Control, bookie: &str) {
             }
             continue;
         };
+        // Read for every batch, so rotated files reach the next repair.
+        let tls = match peer_tls_build(control.tls.as_deref()) {
+            Ok(tls) => tls,
+            Err(error) => {
+                for request in batch.drain(..) {
+                    router.repair_counted(RepairEnd::Failed);
+                    tracing::warn!(
+                        "repair of ledger {} entry {}: the TLS files cannot be used ({error}); \
+                         the next scrub cycle asks again",
+                        request.ledger,
+                        request.entry
+                    );
+                }
+                continue;
+            }
+        };
         for request in batch.drain(..) {
             let Some(outcome) =
-                until_stopping(control, repair(control, session, bookie, request)).await
+                until_stopping(control, repair(control, session, bookie, &tls, request)).await
             else {
                 break;
             };
@@ -121,6 +139,7 @@ async fn repair(
     control: &Control,
     client: &Client,
     bookie: &str,
+    tls: &PeerTls,
     request: RepairRequest,
 ) -> Outcome {
     let metadata = match metadata_read(control, client, request.ledger).await {
@@ -148,7 +167,7 @@ async fn repair(
     }
     let mut refusals = Vec::new();
     for peer in write_set.into_iter().filter(|&peer| peer != bookie) {
-        match copy_fetch(peer, request.ledger, request.entry).await {
+        match copy_fetch(peer, tls, request.ledger, request.entry).await {
             Ok(body) => match copy_verify(&body, request, metadata.digest_type) {
                 Ok(()) => {
                     let mail = Mail::RepairEntry {
@@ -211,44 +230,10 @@ async fn metadata_read(
     }
 }
 
-/// Reads `(ledger, entry)` from `peer` (`host:port`) with one v2 READ_ENTRY.
-async fn copy_fetch(peer: &str, ledger: i64, entry: i64) -> Result<Vec<u8>, String> {
+/// Reads `(ledger, entry)` from `peer` (`host:port`) within `REPAIR_PEER_TIMEOUT_MS`.
+async fn copy_fetch(peer: &str, tls: &PeerTls, ledger: i64, entry: i64) -> Result<Vec<u8>, String> {
     let timeout = Duration::from_millis(limits::REPAIR_PEER_TIMEOUT_MS);
-    let fetch = async {
-        let mut stream = tokio::net::TcpStream::connect(peer)
-            .await
-            .map_err(|error| format!("connect: {error}"))?;
-        let mut request = Vec::new();
-        wire::client::encode_read_request(&mut request, 0, ledger, entry, None);
-        stream
-            .write_all(&request)
-            .await
-            .map_err(|error| format!("send: {error}"))?;
-        let mut received = Vec::new();
-        let mut chunk = vec![0u8; 64 * 1024];
-        loop {
-            let decoded = wire::client::decode_response(&received, wire::FRAME_SIZE_MAX_DEFAULT)
-                .map_err(|error| format!("answer: {error}"))?;
-            if let wire::client::DecodedResponse::Frame { response, .. } = decoded {
-                return match response {
-                    wire::client::Response::Read { code, body, .. } if code == wire::code::EOK => {
-                        Ok(body.to_vec())
-                    }
-                    wire::client::Response::Read { code, .. } => Err(format!("answered rc {code}")),
-                    _ => Err("answered another request".to_owned()),
-                };
-            }
-            let count = stream
-                .read(&mut chunk)
-                .await
-                .map_err(|error| format!("receive: {error}"))?;
-            if count == 0 {
-                return Err("closed the connection".to_owned());
-            }
-            received.extend_from_slice(&chunk[..count]);
-        }
-    };
-    tokio::time::timeout(timeout, fetch)
+    tokio::time::timeout(timeout, entry_read(peer, tls, ledger, entry))
         .await
         .unwrap_or_else(|_| {
             Err(format!(

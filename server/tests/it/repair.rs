@@ -3,7 +3,9 @@
 //! every entry. A byte flipped in one bookie's sealed segment is found by its scrubber and the
 //! entry repaired from another bookie, intact across a restart; the same entry damaged on all
 //! three leaves no good copy, and each bookie marks the ledger under-replicated, as
-//! BookKeeper's Auditor would, naming itself as the replica.
+//! BookKeeper's Auditor would, naming itself as the replica. Bookies that take only TLS
+//! clients with an authorized role repair from each other over TLS, each presenting its own
+//! certificate.
 
 use crate::gc::{ledger_znode, underreplicated_znode, LAYOUT_HIERARCHICAL};
 use crate::registration::{free_port, root, zk_args, zookeeper, Zk};
@@ -11,6 +13,7 @@ use crate::support::{
     body, http_get, metric, segment_entry_records, uring_available, wait_until, Reply, Server,
     TestDir, KEY,
 };
+use crate::tls::Certificates;
 use prost::Message;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -66,7 +69,12 @@ impl Bookie {
 
     /// Started with `--scrub-rate-mib rate` ("0": no scrubber).
     fn start_scrubbing(&self, address: &str, root: &str, rate: &str) -> Server {
-        let extra = [
+        self.start_with(address, root, rate, &[])
+    }
+
+    /// Started with `--scrub-rate-mib rate` and `more` flags.
+    fn start_with(&self, address: &str, root: &str, rate: &str, more: &[&str]) -> Server {
+        let mut extra = vec![
             "--listen",
             self.id.as_str(),
             "--advertised-address",
@@ -82,6 +90,7 @@ impl Bookie {
             "--gc-interval-ms",
             "0",
         ];
+        extra.extend_from_slice(more);
         Server::start(&self.dir.0, 1, &zk_args(address, root, &extra))
     }
 }
@@ -333,4 +342,63 @@ fn entries_a_damaged_index_page_made_unreadable_are_repaired() {
         assert_eq!(status, code::EOK, "entry {entry}");
         assert_eq!(read, body(LEDGER, entry), "entry {entry}");
     }
+}
+
+#[test]
+fn bookies_that_require_tls_and_client_certificates_repair_from_each_other_over_tls() {
+    let Some((_zk, root, bookies, servers)) = cluster("repair-tls") else {
+        return;
+    };
+    for server in servers {
+        assert!(server.terminate().status.success());
+    }
+    damage(&bookies[0].dir.0, DAMAGED_ENTRY);
+    // Every bookie now serves TLS only, to clients whose certificate has the role "bookie":
+    // the repair can only be read over TLS, with the bookie's own certificate as the client's.
+    let certs = Certificates::make(&bookies[0].dir.0.join("certs"));
+    let (cert, key, trust) = (
+        certs.path("bookie-peer.pem"),
+        certs.path("bookie-peer.key"),
+        certs.path("ca.pem"),
+    );
+    let tls = [
+        "--tls-cert",
+        cert.as_str(),
+        "--tls-key",
+        key.as_str(),
+        "--tls-trust",
+        trust.as_str(),
+        "--tls-client-auth",
+        "true",
+        "--tls-authorized-roles",
+        "bookie",
+        "--tls-required",
+        "true",
+    ];
+    let address = zookeeper().unwrap();
+    // The damaged one last, so its first scrub finds the others serving.
+    let mut servers: Vec<Server> = bookies[1..]
+        .iter()
+        .map(|bookie| bookie.start_with(address, &root, "64", &tls))
+        .collect();
+    servers.insert(0, bookies[0].start_with(address, &root, "64", &tls));
+    wait_until("the repair written", TIMEOUT, || {
+        metric_of(&servers[0], "ringlog_repair_written_total") >= 1.0
+    });
+    assert_eq!(metric_of(&servers[0], "ringlog_repair_copied_total"), 1.0);
+    assert_eq!(metric_of(&servers[0], "ringlog_repair_marked_total"), 0.0);
+    // The peers did refuse plaintext.
+    let mut plaintext = servers[1].connect();
+    assert_eq!(plaintext.read(0, LEDGER, DAMAGED_ENTRY, None).0, code::EUA);
+    for server in servers {
+        assert!(server.terminate().status.success());
+    }
+    // Restarted alone and in plaintext, the repaired bookie serves the entry intact.
+    let server = bookies[0].start(address, &root);
+    let mut client = server.connect();
+    let (status, _, read) = client.read(0, LEDGER, DAMAGED_ENTRY, None);
+    assert_eq!(
+        (status, read == body(LEDGER, DAMAGED_ENTRY)),
+        (code::EOK, true)
+    );
 }

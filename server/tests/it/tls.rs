@@ -23,12 +23,12 @@ use wire::v3::{self, proto, Operation, Status};
 const IO_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The test certificates of scripts/tls_certs.sh (its header lists them) in a directory.
-struct Certificates {
+pub(crate) struct Certificates {
     dir: PathBuf,
 }
 
 impl Certificates {
-    fn make(dir: &Path) -> Certificates {
+    pub(crate) fn make(dir: &Path) -> Certificates {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/tls_certs.sh");
         let output = Command::new("bash").arg(&script).arg(dir).output().unwrap();
         assert!(
@@ -42,7 +42,7 @@ impl Certificates {
         }
     }
 
-    fn path(&self, file: &str) -> String {
+    pub(crate) fn path(&self, file: &str) -> String {
         self.dir.join(file).display().to_string()
     }
 

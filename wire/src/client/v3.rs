@@ -1,5 +1,6 @@
 //! The client's side of v3: the ADD request encoder the bench client sends with (no
-//! allocation, no prost message per add) and the ADD response decoder it checks replies with.
+//! allocation, no prost message per add) and the ADD response decoder it checks replies with;
+//! START_TLS, as the bench client and the repairer ask for TLS.
 
 use crate::v3::{
     proto, v2_from_status, Operation, Status, ADD_FLAG_RECOVERY_ADD, PROTOCOL_VERSION_THREE,
@@ -102,4 +103,30 @@ pub fn decode_add_response(message: &[u8]) -> Option<(i32, i64, i64)> {
         response.status
     };
     Some((v2_from_status(status), add.ledger_id, add.entry_id))
+}
+
+/// Appends one v3 START_TLS request frame (`u32` length, `Request`), the first frame a TLS
+/// client sends (`PerChannelBookieClient.initiateTLS`); its answer comes in plaintext.
+pub fn encode_start_tls_request(out: &mut Vec<u8>, txn_id: u64) {
+    let request = proto::Request {
+        header: proto::BkPacketHeader {
+            version: PROTOCOL_VERSION_THREE,
+            operation: Operation::StartTls as i32,
+            txn_id,
+            priority: None,
+        },
+        start_tls_request: Some(proto::StartTlsRequest {}),
+        ..Default::default()
+    };
+    let frame_len = u32::try_from(request.encoded_len()).expect("a small message");
+    out.extend_from_slice(&frame_len.to_be_bytes());
+    request.encode_raw(out);
+}
+
+/// The status of a START_TLS answer (`Status` as i32: EOK, then TLS; EBADREQ from a bookie
+/// without TLS), or `None` if the message is not a v3 START_TLS response.
+#[must_use]
+pub fn decode_start_tls_response(message: &[u8]) -> Option<i32> {
+    let response = proto::Response::decode(message).ok()?;
+    (response.header.operation == Operation::StartTls as i32).then_some(response.status)
 }
