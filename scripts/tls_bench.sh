@@ -7,7 +7,9 @@
 #     per add (utime + stime of the ringlog process over the run / adds);
 #   - catch-up batch reads of everything the seed runs wrote (BATCH_READ_ENTRY): MB/s;
 #   - a flood of 1,000 TLS handshakes at once beside an open-loop plaintext writer: its p99
-#     against a control run without the flood (the flood's client shares this host's cores);
+#     against a control run without the flood, and against the same flood sent to a second
+#     bookie process on this host instead (what the host's CPU and TCP stack cost the writer
+#     whichever process does the handshakes: the flood's client shares these cores);
 # then the ratios TLS / plaintext, median over the pairs, in results JSON and on stdout.
 # TLS_BENCH_SERVER_ARGS and TLS_BENCH_CLIENT_ARGS add flags (e.g. "--shards 1 --cores 0" and
 # "--cores 1": the server on one core and the client on the other, so the client's own TLS
@@ -20,11 +22,14 @@ port=${TLS_BENCH_PORT:-3191}
 mkdir -p "$dir"
 run=$(mktemp -d "$dir/tls-bench.XXXXXX")
 server_pid=
+decoy_pid=
 cleanup() {
-  if [[ -n $server_pid ]] && kill -0 "$server_pid" 2>/dev/null; then
-    kill -TERM "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-  fi
+  for pid in $server_pid $decoy_pid; do
+    if kill -0 "$pid" 2>/dev/null; then
+      kill -TERM "$pid" 2>/dev/null || true
+      wait "$pid" 2>/dev/null || true
+    fi
+  done
   rm -rf "$run"
 }
 trap cleanup EXIT
@@ -41,6 +46,20 @@ for _ in $(seq 1 600); do
   kill -0 "$server_pid" 2>/dev/null || { cat "$run/server.log"; echo "server exited" >&2; exit 1; }
   sleep 0.1
 done
+
+# The decoy: a second bookie that takes the "elsewhere" flood, started now so that its start
+# (zeroing its first segments ahead) is over before anything is measured.
+decoy_port=$((port + 1))
+"$release/ringlog" serve --data-dir "$run/decoy" --listen "127.0.0.1:$decoy_port" --http-listen off \
+  --tls-cert "$run/certs/bookie.pem" --tls-key "$run/certs/bookie.key" "${server_args[@]}" \
+  >"$run/decoy.log" 2>&1 &
+decoy_pid=$!
+for _ in $(seq 1 600); do
+  grep -q "listening on" "$run/decoy.log" && break
+  kill -0 "$decoy_pid" 2>/dev/null || { cat "$run/decoy.log"; echo "decoy bookie exited" >&2; exit 1; }
+  sleep 0.1
+done
+sleep 3
 
 # CPU seconds (user + system) of the server so far, from /proc/PID/stat.
 server_cpu_s() {
@@ -66,7 +85,9 @@ for pair in $(seq 1 "$pairs"); do
     [[ $mode == tls ]] && flags+=("${tls_flags[@]}")
     echo "== pair $pair/$pairs $mode: seed workload, 1 KiB, 50 ledgers, throttle 20000"
     before=$(server_cpu_s)
-    "$release/ringlog-bench" writes --target "127.0.0.1:$port" --entry-size 1024 --ledgers 50 \
+    # The client's CPU too: on this 2-core host it can be the client that sets the rate.
+    /usr/bin/time -o "$run/client-cpu-seed-$mode-$pair" -f "%U %S %e" \
+      "$release/ringlog-bench" writes --target "127.0.0.1:$port" --entry-size 1024 --ledgers 50 \
       --throttle 20000 --seconds "$seconds" --json "$run/seed-$mode-$pair.json" \
       --verify-log "$run/verify-$mode-$pair.log" "${flags[@]}"
     echo "$(server_cpu_s) $before" >"$run/cpu-seed-$mode-$pair"
@@ -112,24 +133,29 @@ for thread in threads:
 print(f"flood: {len(done)} handshakes completed, {len(failed)} failed" + (f" (first: {failed[0]})" if failed else ""))
 PY
 )
-for phase in control flood; do
-  echo "== handshake flood, $phase: open-loop plaintext adds at 50000/s for 8 s"
+flood_rounds=${TLS_BENCH_FLOOD_ROUNDS:-3}
+for round in $(seq 1 "$flood_rounds"); do
+for phase in control flood elsewhere; do
+  echo "== handshake flood round $round/$flood_rounds, $phase: open-loop plaintext adds at 50000/s for 8 s"
   "$release/ringlog-bench" writes --target "127.0.0.1:$port" --entry-size 1024 --ledgers 50 \
-    --throttle 20000 --rate 50000 --seconds 8 --json "$run/flood-$phase.json" &
+    --throttle 20000 --rate 50000 --seconds 8 --json "$run/flood-$phase-$round.json" &
   writer=$!
-  if [[ $phase == flood ]]; then
+  if [[ $phase != control ]]; then
     sleep 3
-    python3 -c "$flood_py" "$port" "$run/certs/ca.pem" 1000
+    flood_port=$port
+    [[ $phase == elsewhere ]] && flood_port=$decoy_port
+    python3 -c "$flood_py" "$flood_port" "$run/certs/ca.pem" 1000
   fi
   wait "$writer"
+done
 done
 
 results=${TLS_BENCH_RESULTS:-results}
 mkdir -p "$results"
 out="$results/tls-bench-$(date -u +%Y%m%d-%H%M%S).json"
-python3 - "$run" "$pairs" "$out" "$one_pairs" <<'PY'
+python3 - "$run" "$pairs" "$out" "$one_pairs" "$flood_rounds" <<'PY'
 import json, os, statistics, sys
-run, pairs, out, one_pairs = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+run, pairs, out, one_pairs, flood_rounds = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 def load(name):
     with open(f"{run}/{name}.json") as f:
         return json.load(f)
@@ -141,22 +167,35 @@ for mode in ("plain", "tls"):
     for p in range(1, pairs + 1):
         after, before = map(float, open(f"{run}/cpu-seed-{mode}-{p}").read().split())
         cpu.append((after - before) * 1e6 / seed[p - 1]["count"])
+    client_cpu, client_busy = [], []
+    for p in range(1, pairs + 1):
+        # The whole process (its warm-up second included) over its wall time.
+        user, system, wall = map(float, open(f"{run}/client-cpu-seed-{mode}-{p}").read().split()[-3:])
+        client_cpu.append((user + system) * 1e6 / seed[p - 1]["count"])
+        client_busy.append((user + system) / wall)
     reads = [load(f"reads-{mode}-{p}")["mb_per_sec"] for p in range(1, pairs + 1)]
     rows[mode] = {
         "one_outstanding_p50_us": one,
         "seed_ops_per_sec": [s["ops_per_sec"] for s in seed],
         "seed_p99_us": [s["p99_us"] for s in seed],
         "server_cpu_us_per_add": cpu,
+        "client_cpu_us_per_add": client_cpu,
+        "server_core_busy": [c * s["ops_per_sec"] / 1e6 for c, s in zip(cpu, seed)],
+        "client_core_busy": client_busy,
         "batch_read_mb_per_sec": reads,
     }
 median = statistics.median
-flood = {phase: load(f"flood-{phase}") for phase in ("control", "flood")}
+flood_runs = {phase: [load(f"flood-{phase}-{r}") for r in range(1, flood_rounds + 1)] for phase in ("control", "flood", "elsewhere")}
+flood = {phase: {"p99_us": median([x["p99_us"] for x in runs]), "ops_per_sec": median([x["ops_per_sec"] for x in runs]),
+                 "p99_us_rounds": [x["p99_us"] for x in runs]} for phase, runs in flood_runs.items()}
 ratios = {
     "writer_p99_during_handshake_flood_over_control": flood["flood"]["p99_us"] / flood["control"]["p99_us"],
+    "writer_p99_flood_here_over_flood_elsewhere": flood["flood"]["p99_us"] / flood["elsewhere"]["p99_us"],
     "seed_ops_tls_over_plain": median(rows["tls"]["seed_ops_per_sec"]) / median(rows["plain"]["seed_ops_per_sec"]),
     "one_outstanding_p50_tls_over_plain": median(rows["tls"]["one_outstanding_p50_us"]) / median(rows["plain"]["one_outstanding_p50_us"]),
     "batch_read_tls_over_plain": median(rows["tls"]["batch_read_mb_per_sec"]) / median(rows["plain"]["batch_read_mb_per_sec"]),
     "server_cpu_per_add_tls_over_plain": median(rows["tls"]["server_cpu_us_per_add"]) / median(rows["plain"]["server_cpu_us_per_add"]),
+    "client_cpu_per_add_tls_over_plain": median(rows["tls"]["client_cpu_us_per_add"]) / median(rows["plain"]["client_cpu_us_per_add"]),
 }
 targets = {
     "seed_ops_tls_over_plain": (">=", 0.75),
@@ -168,8 +207,13 @@ for mode in ("plain", "tls"):
     r = rows[mode]
     print(f"   {mode:5}  seed {median(r['seed_ops_per_sec']):9.0f} ops/s (p99 {median(r['seed_p99_us']):.0f} us), "
           f"one outstanding p50 {median(r['one_outstanding_p50_us']):.0f} us, "
-          f"batch reads {median(r['batch_read_mb_per_sec']):.0f} MB/s, server CPU {median(r['server_cpu_us_per_add']):.2f} us/add")
-print(f"   handshake flood: writer p99 {flood['control']['p99_us']:.0f} us without, {flood['flood']['p99_us']:.0f} us during 1,000 handshakes")
+          f"batch reads {median(r['batch_read_mb_per_sec']):.0f} MB/s, server CPU {median(r['server_cpu_us_per_add']):.2f} us/add "
+          f"({median(r['server_core_busy']):.2f} cores busy), client CPU {median(r['client_cpu_us_per_add']):.2f} us/add "
+          f"({median(r['client_core_busy']):.2f} cores busy)")
+print(f"   handshake flood, median of {flood_rounds} rounds: writer p99 {flood['control']['p99_us']:.0f} us without, {flood['flood']['p99_us']:.0f} us during 1,000 handshakes "
+      f"to its bookie, {flood['elsewhere']['p99_us']:.0f} us during the same flood to another bookie on this host")
+for phase in ("control", "flood", "elsewhere"):
+    print(f"     {phase:9} p99 per round (us): {', '.join(str(v) for v in flood[phase]['p99_us_rounds'])}")
 failed = False
 for key, value in ratios.items():
     verdict = "reported"
@@ -180,7 +224,7 @@ for key, value in ratios.items():
         verdict = f"{'PASS' if ok else 'FAIL'} (target {op} {limit})"
     print(f"   {key:38} {value:6.3f}  {verdict}")
 with open(out, "w") as f:
-    json.dump({"pairs": pairs, "one_pairs": one_pairs, "server_args": os.environ.get("TLS_BENCH_SERVER_ARGS", ""), "client_args": os.environ.get("TLS_BENCH_CLIENT_ARGS", ""), "rows": rows, "flood": {k: {"p99_us": v["p99_us"], "ops_per_sec": v["ops_per_sec"]} for k, v in flood.items()}, "ratios": ratios}, f, indent=1)
+    json.dump({"pairs": pairs, "one_pairs": one_pairs, "server_args": os.environ.get("TLS_BENCH_SERVER_ARGS", ""), "client_args": os.environ.get("TLS_BENCH_CLIENT_ARGS", ""), "rows": rows, "flood_rounds": flood_rounds, "flood": flood, "ratios": ratios}, f, indent=1)
 print(f"   every number: {out}")
 sys.exit(1 if failed and os.environ.get("TLS_BENCH_ENFORCE") == "1" else 0)
 PY
