@@ -11,6 +11,7 @@ use crate::support::{uring_available, Server, TestDir};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 use wire::code;
@@ -74,12 +75,28 @@ fn zk_script(args: &[&str]) -> Result<(), String> {
     Ok(())
 }
 
+/// A port free now and below the kernel's ephemeral range: a bookie of these tests keeps its
+/// port across restarts, and a port the kernel hands out for `:0` (another server's HTTP port)
+/// or for a client's connection, in any of the tests running beside it, could otherwise take it
+/// while the bookie is down or not yet bound. Each call moves on, so two tests never get the
+/// same one.
 pub(crate) fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    const LOW: u32 = 10_000;
+    let high = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u32>().ok())
+        .map_or(32_768, |low| low.max(LOW + 1_000));
+    let span = high - LOW;
+    let start = std::process::id().wrapping_mul(7919) % span;
+    for _ in 0..span {
+        let port = LOW + (start + NEXT.fetch_add(1, Ordering::Relaxed)) % span;
+        let port = u16::try_from(port).unwrap();
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port in {LOW}..{high}");
 }
 
 /// A blocking ZooKeeper client for the checks. Its runtime has a worker thread, so that

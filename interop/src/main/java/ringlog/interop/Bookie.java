@@ -129,9 +129,38 @@ abstract class Bookie {
         }
     }
 
+    private static final java.util.concurrent.atomic.AtomicInteger NEXT_PORT =
+            new java.util.concurrent.atomic.AtomicInteger();
+    private static final int PORT_LOW = 10_000;
+
+    /**
+     * A port free now and below the kernel's ephemeral range: a bookie keeps its port across
+     * restarts, and a port the kernel hands out for `:0` (another bookie's HTTP port) or for a
+     * client's connection could otherwise take it while the bookie is down or not yet bound.
+     */
     static int freePort() throws IOException {
-        try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            return socket.getLocalPort();
+        int high = ephemeralLow();
+        int span = high - PORT_LOW;
+        int start = (int) (ProcessHandle.current().pid() * 7919 % span);
+        for (int attempt = 0; attempt < span; attempt++) {
+            int port = PORT_LOW + Math.floorMod(start + NEXT_PORT.getAndIncrement(), span);
+            try (ServerSocket socket = new ServerSocket(port, 1, InetAddress.getLoopbackAddress())) {
+                return socket.getLocalPort();
+            } catch (IOException inUse) {
+                // Taken: the next one.
+            }
+        }
+        throw new IOException("no free port in " + PORT_LOW + ".." + high);
+    }
+
+    /** The low end of the kernel's ephemeral port range (32768 when unreadable). */
+    private static int ephemeralLow() {
+        try {
+            String range = Files.readString(Path.of("/proc/sys/net/ipv4/ip_local_port_range"));
+            int low = Integer.parseInt(range.trim().split("\\s+")[0]);
+            return Math.max(low, PORT_LOW + 1_000);
+        } catch (IOException | RuntimeException e) {
+            return 32_768;
         }
     }
 }
