@@ -61,6 +61,17 @@ for _ in $(seq 1 600); do
 done
 sleep 3
 
+# Milliseconds the server's shard threads have waited for a CPU so far (summed), from
+# /proc/PID/task/*/schedstat (its second field: run delay in ns).
+shards_run_delay_ms() {
+  local total=0 task
+  for task in /proc/"$server_pid"/task/*; do
+    [[ $(cat "$task/comm" 2>/dev/null) == ringlog-shard* ]] || continue
+    total=$((total + $(awk '{print int($2 / 1000000)}' "$task/schedstat")))
+  done
+  echo "$total"
+}
+
 # CPU seconds (user + system) of the server so far, from /proc/PID/stat.
 server_cpu_s() {
   awk -v hz="$(getconf CLK_TCK)" '{printf "%.3f", ($14 + $15) / hz}' "/proc/$server_pid/stat"
@@ -140,12 +151,20 @@ for phase in control flood elsewhere; do
   "$release/ringlog-bench" writes --target "127.0.0.1:$port" --entry-size 1024 --ledgers 50 \
     --throttle 20000 --rate 50000 --seconds 8 --json "$run/flood-$phase-$round.json" &
   writer=$!
+  sleep 3
+  # How long the writer's bookie's shards waited for a CPU over the flood (or over a second
+  # of the control): the scheduler's run delay, from /proc schedstat.
+  delay_before=$(shards_run_delay_ms)
+  started=$(date +%s%N)
   if [[ $phase != control ]]; then
-    sleep 3
     flood_port=$port
     [[ $phase == elsewhere ]] && flood_port=$decoy_port
     python3 -c "$flood_py" "$flood_port" "$run/certs/ca.pem" 1000
+  else
+    sleep 1
   fi
+  echo "$(shards_run_delay_ms) $delay_before $(( ($(date +%s%N) - started) / 1000000 ))" \
+    >"$run/run-delay-$phase-$round"
   wait "$writer"
 done
 done
@@ -186,8 +205,13 @@ for mode in ("plain", "tls"):
     }
 median = statistics.median
 flood_runs = {phase: [load(f"flood-{phase}-{r}") for r in range(1, flood_rounds + 1)] for phase in ("control", "flood", "elsewhere")}
+def run_delay(phase, r):
+    after, before, wall = map(int, open(f"{run}/run-delay-{phase}-{r}").read().split())
+    return {"shards_run_delay_ms": after - before, "wall_ms": wall}
 flood = {phase: {"p99_us": median([x["p99_us"] for x in runs]), "ops_per_sec": median([x["ops_per_sec"] for x in runs]),
-                 "p99_us_rounds": [x["p99_us"] for x in runs]} for phase, runs in flood_runs.items()}
+                 "p99_us_rounds": [x["p99_us"] for x in runs],
+                 "shards_waiting_for_cpu_rounds": [run_delay(phase, r) for r in range(1, flood_rounds + 1)]}
+         for phase, runs in flood_runs.items()}
 ratios = {
     "writer_p99_during_handshake_flood_over_control": flood["flood"]["p99_us"] / flood["control"]["p99_us"],
     "writer_p99_flood_here_over_flood_elsewhere": flood["flood"]["p99_us"] / flood["elsewhere"]["p99_us"],
@@ -213,7 +237,9 @@ for mode in ("plain", "tls"):
 print(f"   handshake flood, median of {flood_rounds} rounds: writer p99 {flood['control']['p99_us']:.0f} us without, {flood['flood']['p99_us']:.0f} us during 1,000 handshakes "
       f"to its bookie, {flood['elsewhere']['p99_us']:.0f} us during the same flood to another bookie on this host")
 for phase in ("control", "flood", "elsewhere"):
-    print(f"     {phase:9} p99 per round (us): {', '.join(str(v) for v in flood[phase]['p99_us_rounds'])}")
+    waits = "; ".join(f"{w['shards_run_delay_ms']} ms in {w['wall_ms']} ms" for w in flood[phase]["shards_waiting_for_cpu_rounds"])
+    print(f"     {phase:9} p99 per round (us): {', '.join(str(v) for v in flood[phase]['p99_us_rounds'])}; "
+          f"the bookie's shards waited for a CPU: {waits}")
 failed = False
 for key, value in ratios.items():
     verdict = "reported"
