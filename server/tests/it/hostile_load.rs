@@ -12,7 +12,7 @@
 //! 2 cores with it, so its ratio there measures them as much as the hostile clients (CI on
 //! 4efdb9b: 5.07x while the TLS handshake tests ran beside it).
 
-use crate::support::{body, uring_available, Client, Server, TestDir, KEY};
+use crate::support::{body, rss_bytes, uring_available, Client, Server, TestDir, KEY};
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -34,16 +34,6 @@ const LATENCY_FACTOR_MAX: f64 = 5.0;
 /// What a starved good client would see: an add and a read that wait behind hostile input
 /// (a blocked shard, a full ring) take seconds, not the 0.3-1.5 ms measured here.
 const STARVED_P99: Duration = Duration::from_millis(100);
-
-fn rss_bytes(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = status
-        .lines()
-        .find(|line| line.starts_with("VmRSS:"))
-        .unwrap();
-    let kib: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
-    kib * 1024
-}
 
 fn p99(latencies: &mut [Duration]) -> Duration {
     assert!(!latencies.is_empty());

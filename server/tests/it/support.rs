@@ -552,3 +552,14 @@ pub fn segment_entry_records(image: &[u8]) -> Vec<(usize, i64, i64)> {
     }
     records
 }
+
+/// The resident memory of process `pid`, from /proc.
+pub fn rss_bytes(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status
+        .lines()
+        .find(|line| line.starts_with("VmRSS:"))
+        .unwrap();
+    let kib: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    kib * 1024
+}

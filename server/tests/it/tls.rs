@@ -4,7 +4,7 @@
 //! own connection; certificate rotation. Certificates are made by scripts/tls_certs.sh.
 
 use crate::support::{
-    body, http_get, metric, reply_owned, uring_available, Reply, Server, TestDir, KEY,
+    body, http_get, metric, reply_owned, rss_bytes, uring_available, Reply, Server, TestDir, KEY,
 };
 use prost::Message;
 use rustls::pki_types::pem::PemObject;
@@ -595,16 +595,6 @@ fn a_bad_or_stalled_handshake_closes_only_its_own_connection() {
 }
 
 /// The server's resident memory, from /proc.
-fn rss_bytes(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = status
-        .lines()
-        .find(|line| line.starts_with("VmRSS:"))
-        .unwrap();
-    let kib: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
-    kib * 1024
-}
-
 /// Half-open handshakes held at once (issue 34: as after a broker fleet's restart, or an
 /// attacker's flood).
 const HALF_OPEN: usize = 10_000;
