@@ -37,28 +37,27 @@ trap cleanup EXIT
 "$(dirname "$0")/tls_certs.sh" "$run/certs"
 echo "== machine: $(nproc) cores, kernel $(uname -r); ringlog serve with --tls-cert (plaintext and TLS side by side) on 127.0.0.1:$port"
 read -ra server_args <<<"${TLS_BENCH_SERVER_ARGS:-}"
-"$release/ringlog" serve --data-dir "$run/data" --listen "127.0.0.1:$port" --http-listen off \
-  --tls-cert "$run/certs/bookie.pem" --tls-key "$run/certs/bookie.key" "${server_args[@]}" \
-  >"$run/server.log" 2>&1 &
-server_pid=$!
-for _ in $(seq 1 600); do
-  grep -q "listening on" "$run/server.log" && break
-  kill -0 "$server_pid" 2>/dev/null || { cat "$run/server.log"; echo "server exited" >&2; exit 1; }
-  sleep 0.1
-done
+# bookie_start NAME PORT: a bookie serving plaintext and TLS on PORT, data in $run/NAME; waits
+# until it listens and sets started_pid.
+bookie_start() {
+  "$release/ringlog" serve --data-dir "$run/$1" --listen "127.0.0.1:$2" --http-listen off \
+    --tls-cert "$run/certs/bookie.pem" --tls-key "$run/certs/bookie.key" "${server_args[@]}" \
+    >"$run/$1.log" 2>&1 &
+  started_pid=$!
+  for _ in $(seq 1 600); do
+    grep -q "listening on" "$run/$1.log" && return 0
+    kill -0 "$started_pid" 2>/dev/null || { cat "$run/$1.log"; echo "bookie $1 exited" >&2; exit 1; }
+    sleep 0.1
+  done
+}
+bookie_start data "$port"
+server_pid=$started_pid
 
 # The decoy: a second bookie that takes the "elsewhere" flood, started now so that its start
 # (zeroing its first segments ahead) is over before anything is measured.
 decoy_port=$((port + 1))
-"$release/ringlog" serve --data-dir "$run/decoy" --listen "127.0.0.1:$decoy_port" --http-listen off \
-  --tls-cert "$run/certs/bookie.pem" --tls-key "$run/certs/bookie.key" "${server_args[@]}" \
-  >"$run/decoy.log" 2>&1 &
-decoy_pid=$!
-for _ in $(seq 1 600); do
-  grep -q "listening on" "$run/decoy.log" && break
-  kill -0 "$decoy_pid" 2>/dev/null || { cat "$run/decoy.log"; echo "decoy bookie exited" >&2; exit 1; }
-  sleep 0.1
-done
+bookie_start decoy "$decoy_port"
+decoy_pid=$started_pid
 sleep 3
 
 # Milliseconds the server's shard threads have waited for a CPU so far (summed), from

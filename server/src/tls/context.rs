@@ -224,14 +224,19 @@ pub fn server_config_build(settings: &TlsSettings) -> Result<Arc<ServerConfig>, 
         }
         None => builder.with_no_client_auth(),
     };
-    let config = builder.with_single_cert(chain, key).map_err(|error| {
-        TlsContextError::File(TlsFileError::Rejected {
-            path: settings.key.clone(),
-            detail: format!(
-                "{error} (the key must be the private key of the first certificate in {})",
-                settings.cert.display()
-            ),
-        })
-    })?;
+    let config = builder
+        .with_single_cert(chain, key)
+        .map_err(|error| key_refused(settings, &error))?;
     Ok(Arc::new(config))
+}
+
+/// rustls refused --tls-key with --tls-cert: named as the key file's fault.
+pub(super) fn key_refused(settings: &TlsSettings, error: &rustls::Error) -> TlsContextError {
+    TlsContextError::File(TlsFileError::Rejected {
+        path: settings.key.clone(),
+        detail: format!(
+            "{error} (the key must be the private key of the first certificate in {})",
+            settings.cert.display()
+        ),
+    })
 }

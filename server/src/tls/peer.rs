@@ -6,8 +6,8 @@
 //! for client authentication and its first role is authorized there. Without --tls-trust
 //! there is nothing to verify a peer against, and the repairer reads in plaintext.
 
-use super::context::{TlsContextError, TlsSettings};
-use super::files::{certificates_read, private_key_read, trust_read, TlsFileError};
+use super::context::{key_refused, TlsContextError, TlsSettings};
+use super::files::{certificates_read, private_key_read, trust_read};
 use rustls::ClientConfig;
 use std::sync::Arc;
 
@@ -43,15 +43,7 @@ pub fn peer_tls_build(settings: Option<&TlsSettings>) -> Result<PeerTls, TlsCont
         .map_err(|error| TlsContextError::Config(error.to_string()))?
         .with_root_certificates(roots)
         .with_client_auth_cert(chain, key)
-        .map_err(|error| {
-            TlsContextError::File(TlsFileError::Rejected {
-                path: settings.key.clone(),
-                detail: format!(
-                    "{error} (the key must be the private key of the first certificate in {})",
-                    settings.cert.display()
-                ),
-            })
-        })?;
+        .map_err(|error| key_refused(settings, &error))?;
     Ok(PeerTls::On {
         config: Arc::new(config),
         required: settings.required,
