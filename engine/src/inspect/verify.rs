@@ -1,7 +1,10 @@
 //! Verification of a whole journal directory, read-only: every record's checksums in every
 //! segment, the sealed segments' index files (header, run table, every slot page) and the
 //! checkpoint, then recovery's own verdict on the tail (torn tail or corruption), reached on
-//! a `ReadOnlyDisk` exactly as a server's open would reach it.
+//! a `ReadOnlyDisk` exactly as a server's open would reach it. In sealed segments the
+//! client's digest of every entry is checked too, as the scrubber checks it
+//! (`crate::digest`): each ledger's digest type as the checkpoint knows it, else learned from
+//! its bodies in the order they were written.
 //!
 //! A sealed segment (below the checkpoint's resume segment) was entirely durable, so any bad
 //! record before the end of its data, as its index records it, is corruption. From the resume
@@ -11,13 +14,16 @@ use super::walk::{SegmentWalk, WalkEnd, WalkError, WalkStep};
 use super::{journal_view, JournalView};
 use crate::checkpoint;
 use crate::constants::SECTOR_SIZE;
+use crate::digest::{digest_check, DigestCheck, DigestKind};
 use crate::error::OpenError;
 use crate::ids::{FileId, LedgerId, Location, SegmentId};
 use crate::index_file::{self, FileFormatError, IndexHeader, RUN_TABLE_OFFSET};
+use crate::record::RecordKind;
 use crate::segment_check::{
     index_header_check, index_page_check, index_runs_check, ChainCheck, Damage, Found, RunsHeld,
 };
 use crate::stdx::{to_u64, to_usize};
+use std::collections::HashMap;
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
@@ -125,8 +131,19 @@ pub fn verify(directory: &Path) -> Vec<Finding> {
         view.as_ref()
             .is_ok_and(|view| view.index.is_deleted(ledger))
     };
+    let mut digests = Digests {
+        learned: HashMap::new(),
+        known: &|ledger| {
+            view.as_ref()
+                .ok()
+                .and_then(|view| view.index.ledger(ledger))
+                .map_or((DigestKind::Unverifiable, 0), |state| {
+                    (state.digest, state.digest_tries)
+                })
+        },
+    };
     for &segment in segments.iter().filter(|&&segment| Some(segment) < resume) {
-        sealed_check(directory, segment, &deleted, &mut findings);
+        sealed_check(directory, segment, &deleted, &mut digests, &mut findings);
     }
     match view {
         Ok(view) => tail_findings(view, &mut findings),
@@ -252,6 +269,7 @@ fn sealed_check(
     directory: &Path,
     segment: SegmentId,
     deleted: &dyn Fn(LedgerId) -> bool,
+    digests: &mut Digests<'_>,
     findings: &mut Vec<Finding>,
 ) {
     let segment_file = FileId::Segment(segment);
@@ -263,7 +281,13 @@ fn sealed_check(
         }
     };
     let index = index_check(directory, segment, &walk, deleted, findings);
-    match records_check(&mut walk, index.as_ref()) {
+    let mut mismatches = Vec::new();
+    let checked = records_check(&mut walk, index.as_ref(), digests, &mut mismatches);
+    for position in mismatches {
+        let reason = ProblemReason::Damage(Damage::Digest);
+        findings.push(problem(segment_file, Some(position), reason));
+    }
+    match checked {
         Ok(Ok((records, data_end))) => findings.push(Finding::SegmentOk {
             segment,
             records,
@@ -274,6 +298,26 @@ fn sealed_check(
     }
 }
 
+/// What verification knows of each ledger's digest type (module doc).
+struct Digests<'a> {
+    learned: HashMap<LedgerId, (DigestKind, u8)>,
+    /// The checkpoint's knowledge, for a ledger not yet seen.
+    known: &'a dyn Fn(LedgerId) -> (DigestKind, u8),
+}
+
+impl Digests<'_> {
+    /// Checks an entry's body against its ledger's digest, learning as it goes.
+    fn check(&mut self, ledger: LedgerId, body: &[u8]) -> DigestCheck {
+        let (kind, tries) = match self.learned.get(&ledger) {
+            Some(&state) => state,
+            None => (self.known)(ledger),
+        };
+        let (check, kind_now, tries_now) = digest_check(kind, tries, body);
+        self.learned.insert(ledger, (kind_now, tries_now));
+        check
+    }
+}
+
 type RecordsChecked = Result<(u64, u64), (Option<u64>, ProblemReason)>;
 
 /// Walks a sealed segment's records, checking the chain inside it, up to the end of its data
@@ -281,6 +325,8 @@ type RecordsChecked = Result<(u64, u64), (Option<u64>, ProblemReason)>;
 fn records_check(
     walk: &mut SegmentWalk,
     index: Option<&IndexHeader>,
+    digests: &mut Digests<'_>,
+    mismatches: &mut Vec<u64>,
 ) -> io::Result<RecordsChecked> {
     let data_end = index.map(|header| header.data_end);
     let mut chain = ChainCheck::default();
@@ -296,6 +342,12 @@ fn records_check(
         }
         if let Err(found) = chain.record(&record) {
             return Ok(Err(found_problem(found)));
+        }
+        // Sound as stored: is it what the client sent?
+        if record.header.kind == RecordKind::Entry
+            && digests.check(record.header.ledger, walk.payload(&record)) == DigestCheck::Mismatch
+        {
+            mismatches.push(record.position.0);
         }
     };
     let found = match end {

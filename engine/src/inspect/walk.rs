@@ -139,6 +139,16 @@ impl SegmentWalk {
     }
 }
 
+impl SegmentWalk {
+    /// The payload of `record`, the record `next_step` returned last (the walk holds all of
+    /// it: the scan checked its payload's CRC).
+    #[must_use]
+    pub fn payload(&self, record: &WalkRecord) -> &[u8] {
+        let start = to_usize(record.position.0 - self.buffer_start) + RECORD_HEADER_SIZE;
+        &self.buffer[start..start + record.header.payload_size as usize]
+    }
+}
+
 /// Reads the record at `position` of segment `segment`'s file (for a dump): its header and
 /// payload, `Err` if it is not a sound record of that place.
 pub fn record_read(

@@ -55,23 +55,26 @@ fn settle(ring: &Rc<RefCell<Ring>>, journal: &mut Journal<UringDisk>) {
 }
 
 fn add(journal: &mut Journal<UringDisk>, ledger: i64, entry: i64) {
-    let data = body(ledger, entry);
+    add_body(journal, ledger, entry, &body(ledger, entry));
+}
+
+fn add_body(journal: &mut Journal<UringDisk>, ledger: i64, entry: i64, data: &[u8]) {
     let token = u64::try_from(entry).unwrap();
     let options = AddOptions::default();
     journal
-        .add(
-            token,
-            LedgerId(ledger),
-            EntryId(entry),
-            &KEY,
-            &data,
-            options,
-        )
+        .add(token, LedgerId(ledger), EntryId(entry), &KEY, data, options)
         .unwrap();
 }
 
 /// Writes the known journal into `DIR/shard-0`; returns `DIR`.
 fn journal_known(name: &str) -> TestDir {
+    journal_known_damaged_before_the_disk(name, None)
+}
+
+/// `journal_known`, with ledger 2's entry `bad_digest` stored as a body whose payload was
+/// changed after the client computed its CRC32C digest: a sound record whose digest does not
+/// verify, as damage before the disk leaves it.
+fn journal_known_damaged_before_the_disk(name: &str, bad_digest: Option<i64>) -> TestDir {
     let dir = TestDir::new(name);
     let config = Config {
         segment_size: SEGMENT_SIZE,
@@ -84,7 +87,12 @@ fn journal_known(name: &str) -> TestDir {
         add(&mut journal, 3, entry);
     }
     for entry in 0..10 {
-        add(&mut journal, 2, entry);
+        let mut data = body(2, entry);
+        if Some(entry) == bad_digest {
+            let last = data.len() - 1;
+            data[last] ^= 0x01;
+        }
+        add_body(&mut journal, 2, entry, &data);
     }
     settle(&ring, &mut journal);
     journal.fence(1_000_000, LedgerId(2), &KEY).unwrap();
@@ -275,6 +283,39 @@ fn verify_passes_clean_then_names_a_corrupt_sealed_record() {
     assert_eq!(output.code, 3, "{}", output.stdout);
     let expected = format!("damaged shard=0 file=0000000000.segment position={position} ");
     assert!(output.stdout.contains(&expected), "{}", output.stdout);
+    assert!(output
+        .stdout
+        .contains("verify result=damaged shards=1 problems=1"));
+}
+
+#[test]
+fn verify_names_a_sound_record_whose_client_digest_does_not_verify() {
+    if !uring_available() {
+        return;
+    }
+    let dir = journal_known_damaged_before_the_disk("admin-digest", Some(6));
+    let data_dir = dir.0.to_str().unwrap();
+    let listing = ringlog(&["ledger", "2", "--data-dir", data_dir]).stdout;
+    let entry = lines_of(&listing, "entry=")
+        .into_iter()
+        .find(|entry| entry["entry"] == "6")
+        .unwrap()
+        .iter()
+        .map(|(key, value)| ((*key).to_string(), (*value).to_string()))
+        .collect::<BTreeMap<_, _>>();
+    assert_eq!(entry["segment"], "0000000000.segment", "{listing}");
+    let output = ringlog(&["verify", "--data-dir", data_dir]);
+    assert_eq!(output.code, 3, "{}", output.stdout);
+    let expected = format!(
+        "damaged shard=0 file=0000000000.segment position={} ",
+        entry["position"]
+    );
+    assert!(output.stdout.contains(&expected), "{}", output.stdout);
+    assert!(
+        output.stdout.contains("digest does not verify"),
+        "{}",
+        output.stdout
+    );
     assert!(output
         .stdout
         .contains("verify result=damaged shards=1 problems=1"));
