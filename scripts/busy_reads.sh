@@ -30,6 +30,10 @@
 #   BUSY_READER_NICE (0: the reader's nice level; on a host where the clients share the
 #   bookie's cores, 19 shows how much of the writers' p99 during a read is the reader
 #   client's CPU, which in production runs on another machine),
+#   BUSY_WRITER_POLL_US (0: the writers' `--busy-poll-us`; 0 sleeps on the socket as the
+#   Java client's Netty does, where the bench's default 200 would spin a core of this 2-core
+#   host beside the bookie), BUSY_LOAD_SETTLE_S (3: the reader loads its verify log, then waits
+#   this long before its first request, so that the load's second of CPU is not in the read),
 #   BUSY_DIR (the parent of the data dirs: target/), BUSY_ENFORCE=1 (fail on a missed target:
 #   one-ledger MB/s, bytes read per byte served, p99 ratio; see the report).
 set -euo pipefail
@@ -39,7 +43,8 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 release=$(cd "$release" && pwd)
 ledger_counts=${BUSY_LEDGERS:-50 500} rate=${BUSY_RATE:-60000} fill_s=${BUSY_FILL_S:-60}
 read_delay_s=${BUSY_READ_DELAY_S:-4} control_s=${BUSY_CONTROL_S:-10}
-reader_nice=${BUSY_READER_NICE:-0}
+reader_nice=${BUSY_READER_NICE:-0} writer_poll_us=${BUSY_WRITER_POLL_US:-0}
+load_settle_s=${BUSY_LOAD_SETTLE_S:-3}
 bookie=${BOOKIE:-ringlog}
 read -ra server_args <<<"${BUSY_SERVER_ARGS:-}"
 
@@ -50,6 +55,10 @@ die() {
 read -ra counts <<<"$ledger_counts"
 [[ $reader_nice =~ ^[0-9]+$ && $reader_nice -le 19 ]] ||
   die "BUSY_READER_NICE must be a nice level 0..19, not '$reader_nice'"
+[[ $writer_poll_us =~ ^[0-9]+$ && $writer_poll_us -le 10000 ]] ||
+  die "BUSY_WRITER_POLL_US must be 0..10000 microseconds, not '$writer_poll_us'"
+[[ $load_settle_s =~ ^[0-9]+$ && $load_settle_s -le 600 ]] ||
+  die "BUSY_LOAD_SETTLE_S must be 0..600 seconds, not '$load_settle_s'"
 for value in "${counts[@]}" "$rate" "$fill_s" "$read_delay_s" "$control_s"; do
   [[ $value =~ ^[1-9][0-9]*$ ]] || die "BUSY_LEDGERS and the BUSY_* numbers must be positive integers, not '$value'"
 done
@@ -111,6 +120,8 @@ wanted = {
     "ringlog_gc_compaction_bytes_read_total": "compaction_bytes_read",
     "ringlog_gc_compaction_bytes_written_total": "compaction_bytes_written",
     "ringlog_journal_write_bytes_total": "journal_bytes",
+    "ringlog_journal_zero_ahead_bytes_total": "zero_ahead_bytes",
+    "ringlog_commits_total": "commits",
     "ringlog_reads_paced_total": "reads_paced",
     "ringlog_read_ahead_windows_total": "read_ahead_windows",
     "ringlog_gc_compactions_sorting_total": "sorts_started",
@@ -203,7 +214,7 @@ catchup_read() {
   counters_before=$(server_counters)
   started=$(date +%s.%N)
   nice -n "$reader_nice" "$release/ringlog-bench" reads --target "127.0.0.1:$port" \
-    --verify-log "$fill_log" "${flags[@]}" --json "$prefix-read-$kind.json" 2>&1 |
+    --start-delay-ms "$((load_settle_s * 1000))" --verify-log "$fill_log" "${flags[@]}" --json "$prefix-read-$kind.json" 2>&1 |
     while IFS= read -r line; do echo "$(date +%s.%N) $line"; done >"$prefix-read-$kind.txt" || {
     echo "busy-reads: the $kind read failed (see $prefix-read-$kind.txt)" >&2
     read_failures=$((read_failures + 1))
@@ -234,7 +245,7 @@ for ledgers in "${counts[@]}"; do
   bookie_start "$server_log"
   echo "== $ledgers ledgers: $bookie on 127.0.0.1:$port (pid $pid); fill: $rate adds/s for $fill_s s"
   "$release/ringlog-bench" writes --target "127.0.0.1:$port" --ledgers "$ledgers" --rate "$rate" \
-    --seconds "$fill_s" --warmup-seconds 0 --verify-log "$fill_log" \
+    --busy-poll-us "$writer_poll_us" --seconds "$fill_s" --warmup-seconds 0 --verify-log "$fill_log" \
     --json "$prefix-fill.json" >"$prefix-fill.txt" || die "the fill failed (see $prefix-fill.txt)"
   tail -n 3 "$prefix-fill.txt"
   fill_counters=$(server_counters)
@@ -244,7 +255,7 @@ for ledgers in "${counts[@]}"; do
   echo "== $ledgers ledgers: restarted (pid $pid); the same writes again, reads in $read_delay_s s"
   writer_started=$(date +%s.%N)
   "$release/ringlog-bench" writes --target "127.0.0.1:$port" --ledgers "$ledgers" --rate "$rate" \
-    --seconds 3600 --hdr-log "$prefix-writes.hlog" >"$prefix-writes.txt" 2>&1 &
+    --busy-poll-us "$writer_poll_us" --seconds 3600 --hdr-log "$prefix-writes.hlog" >"$prefix-writes.txt" 2>&1 &
   writer_pid=$!
   # The host's CPU time each second (/proc/stat's first line): the bookie, its writer and
   # its reader share this host's cores, so a phase whose CPU is all busy says the clients

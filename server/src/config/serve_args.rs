@@ -168,9 +168,11 @@ pub struct ServeArgs {
     /// Default: true.
     #[arg(long, value_name = "BOOL")]
     pub sort_sealed_segments: Option<bool>,
-    /// Sorting (--sort-sealed-segments) runs only after a shard's commits and reads moved
-    /// less than this many MiB per second for a second, and pauses within a 100 ms tick of
-    /// more: a sort's reads and writes share the disk and the core with them. Beside 60k
+    /// Sorting (--sort-sealed-segments) runs only after a shard's adds (their bodies) and
+    /// every shard's reads moved less than this many MiB per second for a second, and pauses
+    /// within a 100 ms tick of more: a sort's reads and writes share the disk and the core
+    /// with them. Adds count by their bodies, not the commits' padded sectors, so the same
+    /// load sorts on a fast disk (one add to a commit) as on a slow one. Beside 60k
     /// 1 KiB adds/s (under the default) it raised the write p99 from 1.2 to 2.7 ms; beside
     /// 250k (above it) from 3.4 to 7-9 ms. Under a steady load above it, segments stay in
     /// commit order until the load drops (a paused sort is dropped if space is needed).
