@@ -1,15 +1,15 @@
 //! Runtime configuration of a journal, validated once before the first byte moves.
 
 use crate::constants::{
-    COMMITS_IN_FLIGHT_DEFAULT, COMMITS_IN_FLIGHT_MAX, COMPACTION_BUFFER_SIZE,
-    COMPACTION_IO_SIZE_MAX, COMPACTION_THRESHOLD_MAJOR_PER_MILLE_DEFAULT,
-    COMPACTION_THRESHOLD_MINOR_PER_MILLE_DEFAULT, DISK_PRESSURE_PERCENT_DEFAULT,
-    DISK_PRESSURE_PERCENT_MAX, DISK_RESERVE_DEFAULT, DISK_RESERVE_MAX, INDEX_CACHE_PAGES_DEFAULT,
-    INDEX_CACHE_PAGES_MAX, READS_IN_FLIGHT_MAX, READ_AHEAD_WINDOWS_DEFAULT, READ_AHEAD_WINDOWS_MAX,
-    READ_CACHE_BUFFERS_DEFAULT, READ_CACHE_BUFFERS_MAX, READ_PACE_PERCENT_DEFAULT,
-    READ_PACE_PERCENT_MAX, RECORD_SIZE_MAX, SCRUB_CYCLE_MS_DEFAULT, SCRUB_RATE_MAX_DEFAULT,
-    SECTOR_SIZE, SEGMENT_RECYCLE_BYTES_DEFAULT, SEGMENT_RECYCLE_MAX, SEGMENT_SIZE_DEFAULT,
-    SEGMENT_SIZE_MAX, SEGMENT_SIZE_MIN,
+    COMMITS_IN_FLIGHT_DEFAULT, COMMITS_IN_FLIGHT_MAX, COMMIT_OVERLAP_BYTES_MIN_DEFAULT,
+    COMMIT_OVERLAP_BYTES_MIN_MAX, COMPACTION_BUFFER_SIZE, COMPACTION_IO_SIZE_MAX,
+    COMPACTION_THRESHOLD_MAJOR_PER_MILLE_DEFAULT, COMPACTION_THRESHOLD_MINOR_PER_MILLE_DEFAULT,
+    DISK_PRESSURE_PERCENT_DEFAULT, DISK_PRESSURE_PERCENT_MAX, DISK_RESERVE_DEFAULT,
+    DISK_RESERVE_MAX, INDEX_CACHE_PAGES_DEFAULT, INDEX_CACHE_PAGES_MAX, READS_IN_FLIGHT_MAX,
+    READ_AHEAD_WINDOWS_DEFAULT, READ_AHEAD_WINDOWS_MAX, READ_CACHE_BUFFERS_DEFAULT,
+    READ_CACHE_BUFFERS_MAX, READ_PACE_PERCENT_DEFAULT, READ_PACE_PERCENT_MAX, RECORD_SIZE_MAX,
+    SCRUB_CYCLE_MS_DEFAULT, SCRUB_RATE_MAX_DEFAULT, SECTOR_SIZE, SEGMENT_RECYCLE_BYTES_DEFAULT,
+    SEGMENT_RECYCLE_MAX, SEGMENT_SIZE_DEFAULT, SEGMENT_SIZE_MAX, SEGMENT_SIZE_MIN,
 };
 
 /// How a commit is made durable.
@@ -35,6 +35,11 @@ pub struct Config {
     pub segment_size: u64,
     /// Commits allowed in flight at once. Default: 2. Bounds: 1 ..= 4.
     pub commits_in_flight_max: usize,
+    /// Bytes of records a commit needs to be submitted while another is in flight; a smaller
+    /// one waits for the commits in flight to complete. Default: 0, every batch goes as soon
+    /// as a slot is free (`COMMIT_OVERLAP_BYTES_MIN_DEFAULT`). Bounds: 0 ..=
+    /// `COMMIT_OVERLAP_BYTES_MIN_MAX`.
+    pub commit_overlap_bytes_min: usize,
     /// How commits become durable. Default: `Dsync`.
     pub sync_mode: SyncMode,
     /// Recent commit buffers kept to serve tailing reads from memory. Default: 2. Bounds:
@@ -139,6 +144,7 @@ impl Default for Config {
         Config {
             segment_size: SEGMENT_SIZE_DEFAULT,
             commits_in_flight_max: COMMITS_IN_FLIGHT_DEFAULT,
+            commit_overlap_bytes_min: COMMIT_OVERLAP_BYTES_MIN_DEFAULT,
             sync_mode: SyncMode::Dsync,
             read_cache_buffers: READ_CACHE_BUFFERS_DEFAULT,
             reads_in_flight_max: 16,
@@ -195,6 +201,12 @@ impl Config {
             return Err(ConfigError {
                 field: "commits_in_flight_max",
                 expected: "1..=4",
+            });
+        }
+        if self.commit_overlap_bytes_min > COMMIT_OVERLAP_BYTES_MIN_MAX {
+            return Err(ConfigError {
+                field: "commit_overlap_bytes_min",
+                expected: "0..=8388608",
             });
         }
         if self.read_cache_buffers > READ_CACHE_BUFFERS_MAX {

@@ -44,6 +44,13 @@ pub const BATCH_RECORDS_MAX: usize = 16 * 1024;
 pub const COMMITS_IN_FLIGHT_MAX: usize = 4;
 /// Default commits in flight: two overlap one fdatasync with the next write (disk-floor.md, 6).
 pub const COMMITS_IN_FLIGHT_DEFAULT: usize = 2;
+/// Default `Config::commit_overlap_bytes_min`: every batch goes as soon as a commit slot is
+/// free. A higher minimum pads less (fewer, larger commits) and waits longer: at 10k 1 KiB
+/// adds/s the journal wrote 3.6 bytes per byte of adds at 0 and 2.3-3.0 at 4-32 KiB, with the
+/// adds' p99 1.4-1.6 ms against 3.2-4.4 ms (docs/durability.md, "Commit padding").
+pub const COMMIT_OVERLAP_BYTES_MIN_DEFAULT: usize = 0;
+/// Largest `Config::commit_overlap_bytes_min`: a full commit always goes.
+pub const COMMIT_OVERLAP_BYTES_MIN_MAX: usize = BATCH_BYTES_MAX;
 
 /// Most recent durable commit buffers kept in memory to serve tailing reads without disk I/O.
 pub const READ_CACHE_BUFFERS_MAX: usize = 16;

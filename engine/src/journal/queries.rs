@@ -94,6 +94,12 @@ impl<D: Disk> Journal<D> {
         self.commits.staged_records()
     }
 
+    /// Bytes of records staged and not yet submitted (before sector padding).
+    #[must_use]
+    pub fn staged_bytes(&self) -> usize {
+        self.commits.staged_bytes()
+    }
+
     /// What open found and did: the checkpoint used, indexes loaded and rebuilt, what was
     /// scanned.
     #[must_use]

@@ -70,6 +70,54 @@ fn a_commit_is_never_durable_before_an_earlier_one() {
     }
 }
 
+#[test]
+fn a_small_batch_waits_for_the_commit_in_flight_and_a_large_one_goes_beside_it() {
+    let overlap = 8192;
+    let config = Config {
+        commits_in_flight_max: 2,
+        commit_overlap_bytes_min: overlap,
+        ..config_small()
+    };
+    for seed in 0..20 {
+        let mut journal = Journal::open(SimDisk::new(seed), config.clone()).unwrap();
+        let mut model = Model::default();
+        model.apply(&drive(&mut journal));
+        let commits = |journal: &Journal<SimDisk>| journal.stats().commits;
+        let before = commits(&journal);
+        assert!(add(&mut journal, &mut model, 0, 1, 0, 100));
+        journal.submit();
+        assert_eq!(
+            commits(&journal),
+            before + 1,
+            "nothing in flight: it goes at once"
+        );
+        // Under the minimum, with a commit in flight: it stages, however often submit runs.
+        let mut token = 1;
+        while journal.staged_bytes() + 200 < overlap {
+            assert!(add(&mut journal, &mut model, token, 1, token as i64, 100));
+            token += 1;
+            journal.submit();
+            assert_eq!(commits(&journal), before + 1, "seed {seed}: {token} adds");
+        }
+        // Past it, the batch goes beside the first commit.
+        while journal.staged_bytes() < overlap {
+            assert!(add(&mut journal, &mut model, token, 1, token as i64, 100));
+            token += 1;
+        }
+        journal.submit();
+        assert_eq!(commits(&journal), before + 2, "seed {seed}");
+        assert!(journal.commit_oldest_in_flight().is_some());
+        // A small batch after them waits for both, and goes once they complete.
+        assert!(add(&mut journal, &mut model, token, 1, token as i64, 100));
+        journal.submit();
+        assert_eq!(commits(&journal), before + 2, "seed {seed}");
+        model.apply(&drive(&mut journal));
+        assert_eq!(commits(&journal), before + 3, "seed {seed}");
+        assert_eq!(model.acked.len() as u64, token + 1);
+        verify_all(&mut journal, &model);
+    }
+}
+
 fn poison_case(seed: u64, write_error: bool) {
     let mut journal = Journal::open(SimDisk::new(seed), config_small()).unwrap();
     let mut model = Model::default();

@@ -51,6 +51,11 @@ fn run_seed(seed: u64) -> Coverage {
     let mut rng = SimRng::new(seed);
     let config = Config {
         commits_in_flight_max: 1 + crate::stdx::to_usize(rng.below(4)),
+        // Small batches side by side (half the seeds), only beside full sectors, or only
+        // beside 32 KiB. Drawn from a generator of its own, so the other draws, and what each
+        // seed covered before the rule existed, stay as they were.
+        commit_overlap_bytes_min: [0, 0, 4096, 32 * 1024]
+            [crate::stdx::to_usize(SimRng::new(seed ^ 0x0C0A_1E5C).below(4))],
         read_cache_buffers: crate::stdx::to_usize(rng.below(3)),
         sync_mode: if rng.below(2) == 0 {
             crate::SyncMode::Dsync

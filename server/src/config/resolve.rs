@@ -43,6 +43,7 @@ impl ServeArgs {
             commits_in_flight_max: self
                 .commits_in_flight
                 .unwrap_or(engine::Config::default().commits_in_flight_max),
+            commit_overlap_bytes_min: commit_overlap_bytes_min(self.commit_overlap_min_kib)?,
             sync_mode: match self.sync_mode.unwrap_or(SyncModeName::Dsync) {
                 SyncModeName::LinkedFdatasync => engine::SyncMode::LinkedFdatasync,
                 SyncModeName::Dsync => engine::SyncMode::Dsync,
@@ -477,6 +478,22 @@ fn disk_pressure_percent(percent: Option<u32>) -> Result<u32, ConfigError> {
         });
     }
     Ok(percent)
+}
+
+/// Bytes of records a commit needs to go beside another in flight, from
+/// `--commit-overlap-min-kib`.
+fn commit_overlap_bytes_min(kib: Option<u64>) -> Result<usize, ConfigError> {
+    let max_kib = engine::constants::COMMIT_OVERLAP_BYTES_MIN_MAX / 1024;
+    let Some(kib) = kib else {
+        return Ok(engine::constants::COMMIT_OVERLAP_BYTES_MIN_DEFAULT);
+    };
+    match usize::try_from(kib) {
+        Ok(kib) if kib <= max_kib => Ok(kib * 1024),
+        _ => Err(ConfigError::OutOfBounds {
+            option: "--commit-overlap-min-kib",
+            expected: "0..=8192",
+        }),
+    }
 }
 
 /// Dead segments a journal keeps for reuse, from `--segment-recycle-max`; by default 4 GiB of

@@ -56,6 +56,7 @@ fn defaults_and_bounds() {
     assert_eq!(config.journal.index_cache_pages, 8192);
     assert_eq!(config.journal.disk_reserve, 128 << 20);
     assert_eq!(config.journal.commits_in_flight_max, 2);
+    assert_eq!(config.journal.commit_overlap_bytes_min, 0);
     assert_eq!(config.journal.sync_mode, engine::SyncMode::Dsync);
     assert!(config.direct_io);
     assert_eq!(config.idle_timeout.as_millis(), 600_000);
@@ -86,6 +87,19 @@ fn defaults_and_bounds() {
     })
     .resolve(&[0])
     .is_err());
+    assert!(bad(ServeArgs {
+        commit_overlap_min_kib: Some(8193),
+        ..ServeArgs::default()
+    })
+    .resolve(&[0])
+    .is_err());
+    let overlap = bad(ServeArgs {
+        commit_overlap_min_kib: Some(32),
+        ..ServeArgs::default()
+    })
+    .resolve(&[0])
+    .expect("32 KiB is in bounds");
+    assert_eq!(overlap.journal.commit_overlap_bytes_min, 32 * 1024);
     assert!(bad(ServeArgs {
         idle_timeout_ms: Some(10),
         ..ServeArgs::default()
