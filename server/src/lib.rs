@@ -429,7 +429,7 @@ pub fn summary_line(report: &ShardReport) -> String {
         "shard {} summary: core={} connections_accepted={} connections_rejected={} \
          connections_invalid={} connections_idle={} adds={} reads={} commits={} \
          entries_per_commit={:.1} forwarded={} forwarded_served={} \
-         batch_reads_side_by_side={} batch_buffers_lent={} \
+         batch_reads_side_by_side={} batch_buffers_lent={} read_retries={} \
          context_switches_voluntary={} context_switches_voluntary_per_commit={:.2} \
          context_switches_involuntary={} turns={} waits={} busy_polls={} sleeps={} \
          polls_descheduled={} polls_paused_run_delay={} commits_stalled={} \
@@ -460,6 +460,7 @@ pub fn summary_line(report: &ShardReport) -> String {
         stats.forwarded_served,
         stats.batch_reads_side_by_side,
         stats.batch_buffers_lent,
+        stats.read_retries,
         report.context_switches_voluntary,
         ratio(report.context_switches_voluntary),
         report.context_switches_involuntary,

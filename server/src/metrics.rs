@@ -233,6 +233,8 @@ shard_scalars! {
     reads_read_ahead,
     read_ahead_windows,
     reads_paced,
+    /// Reads tried again because the engine had no room (every attempt counts).
+    read_retries,
     /// Bytes the disk read for reads (their records, index pages, read-ahead windows).
     read_disk_bytes,
     /// Compactions started to sort a segment by (ledger, entry).

@@ -52,6 +52,8 @@ pub struct ShardStats {
     pub batch_reads_side_by_side: u64,
     /// At exit: lent batch buffers not given back (0 unless one was lost).
     pub batch_buffers_lent: u64,
+    /// Reads tried again because the engine was busy (every attempt counts).
+    pub read_retries: u64,
     /// Requests decoded and handled (staged, answered or forwarded) from connections.
     pub requests_handled: u64,
     /// Sum over those requests of the time from their recv's completion to their handling,

@@ -313,6 +313,11 @@ fn render_counters(out: &mut String, total: &ShardValues) {
             s.reads_paced,
         ),
         (
+            "ringlog_read_retries_total",
+            "read attempts repeated because the engine had no free read slot",
+            s.read_retries,
+        ),
+        (
             "ringlog_connections_accepted_total",
             "connections accepted",
             s.connections_accepted,

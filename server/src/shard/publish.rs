@@ -113,6 +113,7 @@ impl Shard {
             reads_read_ahead: journal.reads_read_ahead,
             read_ahead_windows: journal.read_ahead_windows,
             reads_paced: journal.reads_paced,
+            read_retries: stats.read_retries,
             read_disk_bytes: journal.read_disk_bytes,
             compactions_sorting: journal.compactions_sorting,
             compactions_sorting_dropped: journal.compactions_sorting_dropped,

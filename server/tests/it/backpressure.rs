@@ -99,3 +99,65 @@ fn connections_over_the_cap_are_closed() {
     let exited = server.terminate();
     assert!(exited.summary_total("connections_rejected") >= 1);
 }
+
+#[test]
+fn reads_beyond_the_engines_read_slots_wait_in_the_retry_queue_and_are_all_answered() {
+    if !uring_available() {
+        return;
+    }
+    // Cold reads far apart each need one of the journal's 16 read buffers, so most of
+    // 3,000 pipelined reads find the engine busy and wait in the shard's retry queue, which
+    // retries them in order until one is still busy: none may be left behind or answered
+    // ETOOMANYREQUESTS, and every body must be the one added.
+    const LEDGER: i64 = 77_001;
+    const COUNT: i64 = 3000;
+    let dir = TestDir::new("retry-queue");
+    let server = Server::start(&dir.0, 1, &[]);
+    let mut client = server.connect();
+    for entry in 0..COUNT {
+        client.send_add(0, &KEY, LEDGER, entry);
+    }
+    for _ in 0..COUNT {
+        assert!(matches!(
+            client.recv(),
+            Reply::Add {
+                code: code::EOK,
+                ..
+            }
+        ));
+    }
+    drop(client);
+    server.terminate();
+    // Restarted, so that nothing is served from the commit buffers kept in memory.
+    let server = Server::start(&dir.0, 1, &[]);
+    let mut client = server.connect();
+    // A stride coprime with COUNT visits every entry, each far from the last read: no scan.
+    let order: Vec<i64> = (0..COUNT).map(|i| i * 1_291 % COUNT).collect();
+    for &entry in &order {
+        client.send_read(0, LEDGER, entry, None);
+    }
+    let mut answered = std::collections::BTreeSet::new();
+    for _ in 0..COUNT {
+        match client.recv() {
+            Reply::Read {
+                code,
+                ledger,
+                entry,
+                body: got,
+                ..
+            } => {
+                assert_eq!((code, ledger), (code::EOK, LEDGER), "entry {entry}");
+                assert_eq!(got, body(LEDGER, entry), "entry {entry}");
+                assert!(answered.insert(entry), "entry {entry} answered twice");
+            }
+            other => panic!("unexpected reply {other:?}"),
+        }
+    }
+    assert_eq!(answered.len(), usize::try_from(COUNT).unwrap());
+    let exited = server.terminate();
+    assert!(
+        exited.summary_total("read_retries") > 0,
+        "the reads never waited for a read slot: {:?}",
+        exited.summaries()
+    );
+}
