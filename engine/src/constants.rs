@@ -237,6 +237,8 @@ const _: () = assert!(DISK_RESERVE_DEFAULT <= DISK_RESERVE_MAX);
 const _: () = assert!(SEGMENT_RECYCLE_WRITE_IDLE_PACES < SEGMENT_RECYCLE_IDLE_PACES);
 const _: () = assert!(RECOVERY_CHUNK_SIZE % SECTOR_SIZE == 0);
 const _: () = assert!(READ_BUFFER_SIZE % SECTOR_SIZE == 0);
+// A read slot's buffer takes two index pages at once (`journal/reads/resolve.rs`).
+const _: () = assert!(READ_BUFFER_SIZE >= 2 * SECTOR_SIZE);
 const _: () = assert!(READ_AHEAD_WINDOW_SIZE % SECTOR_SIZE == 0);
 const _: () = assert!(READ_AHEAD_WINDOWS_DEFAULT <= READ_AHEAD_WINDOWS_MAX);
 const _: () = assert!(READ_PACE_PERCENT_DEFAULT <= READ_PACE_PERCENT_MAX);

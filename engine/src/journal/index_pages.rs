@@ -43,6 +43,11 @@ impl IndexPages {
         Some(&self.bytes[frame * SECTOR_SIZE..(frame + 1) * SECTOR_SIZE])
     }
 
+    /// True when the page is cached (not marked as used).
+    pub(super) fn contains(&self, segment: SegmentId, page: u64) -> bool {
+        self.frames.contains_key(&(segment, page))
+    }
+
     /// Caches a verified page, evicting the first frame CLOCK finds not recently used.
     pub(super) fn insert(&mut self, segment: SegmentId, page: u64, bytes: &[u8]) {
         assert_eq!(bytes.len(), SECTOR_SIZE);

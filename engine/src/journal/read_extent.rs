@@ -16,8 +16,15 @@
 //!   `READ_AHEAD_SPARSE_SCANS_MAX` scans: then other scans' ledgers fill the window (a read
 //!   of every ledger), and it is read whole as before.
 //!
-//! Where the index in memory does not say (a page not cached, a run going on past the pages
-//! looked at), nothing changes.
+//! A run that goes on into an index page not in memory ends the window with its last record
+//! the cached pages show: the scan's next read fetches that page anyway and starts its own
+//! window (unless more than `READ_AHEAD_SPARSE_SCANS_MAX` scans read at once: the window is
+//! then read whole, for the other scans' runs in it). A full window there read past about half the runs of one ledger of 500 into other
+//! ledgers' runs: 2.8 bytes from the disk per byte served, with every segment sorted
+//! (2026-12-07). A page read for a run that goes on into the next page reads that page too
+//! (`reads/resolve.rs`), so a window started in the first one sees the run's end. Where the
+//! pages looked at do not say (a run going on past both, unordered slots), the window is
+//! read whole as before.
 
 use super::Journal;
 use crate::constants::{
@@ -198,7 +205,15 @@ impl<D: Disk> Journal<D> {
             }
             let (page, at) = index_file::page_of(slot);
             let to = PAGE_SLOTS.min(at + to_usize(slot_last - slot + 1));
-            let bytes = self.index_pages.get(run.segment, page)?;
+            let Some(bytes) = self.index_pages.get(run.segment, page) else {
+                // The run goes on in a page not read yet. The window ends with the last of
+                // its records known: a window the full length instead read past the run's
+                // end into other ledgers' runs whenever a run crossed a page, about half the
+                // runs of one ledger of 500 (2.8 bytes read per byte served, fully sorted).
+                // The scan's next read fetches that page anyway and starts its own window.
+                // Not while many scans read at once: their ledgers' runs fill the window.
+                return (!self.reads.scans_many()).then_some(seen);
+            };
             match page_reach(bytes, at..to, seen, limit) {
                 Reach::Ends(ended, _) => return Some(ended),
                 Reach::Open(open) => seen = open,

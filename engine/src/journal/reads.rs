@@ -135,6 +135,10 @@ pub(super) struct PageRead {
     pub page: u64,
     pub offset: u64,
     pub at: usize,
+    /// Pages read from `offset`: 2 when the run goes on into the next page and it is not
+    /// cached, so a scan's window knows where the run ends past this page
+    /// (`read_extent.rs`); that page is cached only if it verifies.
+    pub pages: usize,
 }
 
 /// The reads of one journal: the read slots with their buffers, and the read cache.
@@ -249,7 +253,11 @@ impl Reads {
         read.state = ReadState::InFlight;
         let token = TOKEN_READ | to_u64(slot);
         let (file, start, length) = match read.page {
-            Some(page) => (FileId::Index(page.run.segment), page.offset, SECTOR_SIZE),
+            Some(page) => (
+                FileId::Index(page.run.segment),
+                page.offset,
+                page.pages * SECTOR_SIZE,
+            ),
             None => (
                 FileId::Segment(read.location.segment),
                 read.start,
