@@ -73,6 +73,9 @@ pub struct SimFaults {
     /// A step of `submit_file_ops` (other than a directory fsync, which `sync_error_ppm`
     /// fails) fails with -EIO, after the steps before it were done.
     pub file_op_error_ppm: u32,
+    /// The next `FileOp::Replace` onto this file fails with -EIO (then this is cleared): a
+    /// targeted failure for one step, where `file_op_error_ppm` fails steps at random.
+    pub replace_onto_fails_once: Option<FileId>,
     /// Most segment files (published or temporary) that may exist; creating more fails with
     /// ENOSPC. Index and checkpoint files neither count nor fail.
     pub segments_max: Option<usize>,

@@ -22,7 +22,7 @@
 //!    commits, no zero-ahead for the next one).
 //!
 //! The files are created and renamed through the ring (`Disk::submit_file_ops`, phases
-//! CopyCreate, IndexCreate, SwapSegment and SwapIndex), off the shard thread: the rename over
+//! CopyCreate, IndexCreate, SwapSegment, SwapIndex and SwapIndexSync), off the shard thread: the rename over
 //! S is what frees S's blocks, which ext4 does in its journal.
 //!
 //! The rename (or exchange) of the segment is the commit point. Before it, a crash leaves S
@@ -33,8 +33,9 @@
 //!
 //! Compaction yields to commits: like sealing, it submits only while a commit slot is free,
 //! one operation at a time, and only within the byte credit the server grants from its clock
-//! (`Journal::compaction_grant`, the `--compaction-rate-mib` limit). An I/O error abandons the
-//! job and retries later; a record or index page of S that fails its checksum takes S out of
+//! (`Journal::compaction_grant`, the `--compaction-rate-mib` limit). An I/O error before the
+//! segment's rename abandons the job and retries later (after it, only the step that failed
+//! is retried); a record or index page of S that fails its checksum takes S out of
 //! compaction (it is still served as before), and compaction goes on with other segments.
 //!
 //! This file holds the job's state and its dispatch: `compact_drive` (what to submit next),
@@ -95,9 +96,14 @@ enum Phase {
     Swap(IndexWriter),
     /// The copy being renamed over S (the commit point).
     SwapSegment(IndexWriter),
-    /// The copy's index being renamed over S's, then the directory's fsync; memory switches
-    /// to the copy when it completes, whatever its result.
+    /// The copy's index being renamed over S's. Until it is, S's file is the copy but S's
+    /// index the old generation's: a failed rename is retried (reads of S wait meanwhile),
+    /// never skipped, or reads and the scrubber would take the old index's slots for the
+    /// copy's.
     SwapIndex(IndexWriter),
+    /// The directory's fsync after both renames; memory switches to the copy when it
+    /// completes, whatever its result (a later checkpoint's fsync covers the renames too).
+    SwapIndexSync(IndexWriter),
 }
 
 /// One compaction job. See the module docs.
@@ -215,7 +221,10 @@ impl Compaction {
             job.segment == segment
                 && matches!(
                     job.phase,
-                    Phase::Swap(_) | Phase::SwapSegment(_) | Phase::SwapIndex(_)
+                    Phase::Swap(_)
+                        | Phase::SwapSegment(_)
+                        | Phase::SwapIndex(_)
+                        | Phase::SwapIndexSync(_)
                 )
         })
     }
@@ -232,10 +241,10 @@ impl Compaction {
 
     /// True when nothing is in flight and nothing can go before more credit or a retry.
     pub(super) fn is_idle(&self) -> bool {
-        let index_rename_due = self
-            .job
-            .as_ref()
-            .is_some_and(|job| matches!(job.phase, Phase::SwapIndex(_)));
+        let index_rename_due = !self.failed
+            && self.job.as_ref().is_some_and(|job| {
+                matches!(job.phase, Phase::SwapIndex(_) | Phase::SwapIndexSync(_))
+            });
         !self.in_flight
             && !index_rename_due
             && (!self.credit_left()
@@ -260,7 +269,10 @@ impl Compaction {
                 job.sorting
                     && !matches!(
                         job.phase,
-                        Phase::Swap(_) | Phase::SwapSegment(_) | Phase::SwapIndex(_)
+                        Phase::Swap(_)
+                            | Phase::SwapSegment(_)
+                            | Phase::SwapIndex(_)
+                            | Phase::SwapIndexSync(_)
                     )
             })
     }
@@ -333,7 +345,7 @@ impl<D: Disk> Journal<D> {
         // step takes no credit (it moves no data), or reads would wait for the next grant.
         let swapping = matches!(
             self.compaction.job.as_ref().map(|job| &job.phase),
-            Some(Phase::SwapIndex(_))
+            Some(Phase::SwapIndex(_) | Phase::SwapIndexSync(_))
         );
         if !self.compaction.credit_left() && !swapping {
             return;
@@ -347,13 +359,25 @@ impl<D: Disk> Journal<D> {
         assert!(self.compaction.in_flight);
         self.compaction.in_flight = false;
         let job = self.compaction.job.as_ref().expect("a job runs");
-        if matches!(job.phase, Phase::SwapIndex(_)) {
-            // The copy is S already: memory follows it even if its index kept the old name.
-            if result < 0 {
+        match job.phase {
+            Phase::SwapIndex(_) if result < 0 => {
+                // The copy is S already, so the job cannot be abandoned: the rename is
+                // retried after the usual interval, the copy's index durable under its
+                // temporary name meanwhile (a crash before the rename makes open rebuild
+                // S's index, whose generation no longer matches).
+                self.compaction.failed = true;
+                self.compaction.submits_since_failure = 0;
                 self.stats.compaction_failures += 1;
+                return;
             }
-            self.compact_swapped();
-            return;
+            Phase::SwapIndexSync(_) => {
+                if result < 0 {
+                    self.stats.compaction_failures += 1;
+                }
+                self.compact_swapped();
+                return;
+            }
+            _ => {}
         }
         let expected = self.compaction.in_flight_length;
         let short =

@@ -514,7 +514,14 @@ impl<D: Disk> Journal<D> {
             }
             (Phase::CheckpointPublish { holds }, DiskOp::File) => {
                 self.seal.checkpoint_unpublished = false;
-                self.seal.resume = self.seal_resume_after(span);
+                let resume = self.seal_resume_after(span);
+                if resume.segment != self.seal.resume.segment {
+                    // A sealed segment becomes a sort candidate only once a durable
+                    // checkpoint covers it (a crash would otherwise scan it again, from its
+                    // old positions): plan now, not at the next seal, seconds later.
+                    self.compaction.replan();
+                }
+                self.seal.resume = resume;
                 if holds.deletions > self.seal.deletions_durable {
                     // New dead segments: those kept for reuse get their full idle time.
                     self.seal.paces_since_reuse = 0;

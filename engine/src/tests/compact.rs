@@ -102,6 +102,38 @@ fn a_mostly_dead_segment_is_rewritten_smaller_in_ledger_order_and_reads_the_same
 }
 
 #[test]
+fn an_index_rename_that_fails_after_the_segments_is_retried_before_anything_reads_the_copy() {
+    let (mut journal, model) = mostly_dead(4);
+    let segment = journal.index().sealed_segments().next().unwrap();
+    // The copy's rename over the segment succeeds, the rename of its index then fails once:
+    // the segment file is the copy while its index is still the old generation's.
+    journal.disk_mut().faults.replace_onto_fails_once = Some(FileId::Index(segment));
+    journal.compaction_grant(u64::MAX);
+    drive(&mut journal);
+    let failures = journal.stats().compaction_failures;
+    assert!(
+        journal.disk_mut().faults.replace_onto_fails_once.is_none(),
+        "the fault fired"
+    );
+    assert_eq!(failures, 1);
+    // The clock's retry (the server calls it every tick) lets the rename go again.
+    journal.seal_retry_now();
+    drive(&mut journal);
+    let stats = journal.stats().clone();
+    assert_eq!(stats.compaction_failures, 1, "{stats:?}");
+    let table = journal.index().sealed_segment(segment).unwrap();
+    assert_eq!(table.generation, 1, "{table:?}");
+    // Reads of the copy go through the copy's index, before and after a restart, and the
+    // restart finds that index under its name (no rebuild).
+    verify_all(&mut journal, &model);
+    let disk = journal.into_disk().crash();
+    let mut journal = Journal::open(disk, config()).unwrap();
+    let report = journal.open_report().clone();
+    assert!(report.indexes_rebuilt.is_empty(), "{report:?}");
+    verify_all(&mut journal, &model);
+}
+
+#[test]
 fn a_crash_at_any_step_of_compaction_loses_nothing_and_duplicates_nothing() {
     let mut crashes_mid_job = 0;
     for steps in 0..120 {

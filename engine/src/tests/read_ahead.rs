@@ -3,7 +3,7 @@
 //! sealed segment by (ledger, entry) makes one ledger's scan read far fewer bytes.
 
 use super::harness::{add_all, config_small, drive, read_entry, verify_all, Model};
-use crate::ids::{EntryId, LedgerId};
+use crate::ids::{EntryId, LedgerId, SegmentId};
 use crate::journal::{Event, Journal, ReadOutcome, ReadTarget};
 use crate::{Config, ReadError, SimDisk};
 
@@ -19,7 +19,19 @@ fn config(sort_sealed: bool) -> Config {
 
 /// Entries `0..count` of each of `ledgers`, interleaved as concurrent writers leave them.
 fn fill(journal: &mut Journal<SimDisk>, model: &mut Model, ledgers: &[i64], count: i64) {
-    let order = (0..count).flat_map(|entry| ledgers.iter().map(move |&ledger| (ledger, entry)));
+    fill_from(journal, model, ledgers, 0, count);
+}
+
+/// Entries `first..first + count` of each of `ledgers`, interleaved.
+fn fill_from(
+    journal: &mut Journal<SimDisk>,
+    model: &mut Model,
+    ledgers: &[i64],
+    first: i64,
+    count: i64,
+) {
+    let order =
+        (first..first + count).flat_map(|entry| ledgers.iter().map(move |&ledger| (ledger, entry)));
     add_all(journal, model, order, 200);
 }
 
@@ -248,6 +260,28 @@ fn a_segment_larger_than_the_copy_buffer_is_sorted_batch_by_batch_and_survives_a
         sorted < unsorted,
         "sorted {sorted} windows, unsorted {unsorted}"
     );
+}
+
+#[test]
+fn a_sealed_segment_is_sorted_once_its_checkpoint_is_durable_not_at_the_next_seal() {
+    let mut journal = Journal::open(SimDisk::new(9), config(true)).unwrap();
+    let mut model = Model::default();
+    journal.compaction_grant(u64::MAX);
+    // Just past one segment: the first is sealed, the second far from full, so no later seal
+    // comes to plan the sort.
+    let mut entry = 0;
+    while journal.stats().segments_sealed == 0 {
+        fill_from(&mut journal, &mut model, &[1, 2], entry, 16);
+        entry += 16;
+    }
+    drive(&mut journal);
+    let stats = journal.stats().clone();
+    assert_eq!(stats.segments_sealed, 1, "{stats:?}");
+    assert_eq!(stats.compactions_sorting, 1, "{stats:?}");
+    assert_eq!(stats.compactions_done, 1, "{stats:?}");
+    let table = journal.index().sealed_segment(SegmentId(0)).unwrap();
+    assert_eq!(table.generation, 1, "{table:?}");
+    verify_all(&mut journal, &model);
 }
 
 #[test]

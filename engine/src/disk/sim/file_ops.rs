@@ -11,8 +11,14 @@ impl SimDisk {
     /// Does `ops` in order: 0, or the first failure's `-errno`.
     pub(super) fn complete_file_ops(&mut self, ops: &[FileOp]) -> i32 {
         for (done, &op) in ops.iter().enumerate() {
-            let fault = !matches!(op, FileOp::SyncDirectory)
-                && self.rng.chance(self.faults.file_op_error_ppm);
+            let targeted = matches!(op, FileOp::Replace { to, .. }
+                if self.faults.replace_onto_fails_once == Some(to));
+            if targeted {
+                self.faults.replace_onto_fails_once = None;
+            }
+            let fault = targeted
+                || (!matches!(op, FileOp::SyncDirectory)
+                    && self.rng.chance(self.faults.file_op_error_ppm));
             let result = if fault {
                 Err(ERRNO_EIO)
             } else {

@@ -39,9 +39,14 @@ impl<D: Disk> Journal<D> {
                     to: FileId::Index(segment),
                     keep: false,
                 };
-                let ops = [replace, FileOp::SyncDirectory];
-                self.disk.submit_file_ops(TOKEN_COMPACT, &ops).map(|()| 0)
+                self.disk
+                    .submit_file_ops(TOKEN_COMPACT, &[replace])
+                    .map(|()| 0)
             }
+            Phase::SwapIndexSync(_) => self
+                .disk
+                .submit_file_ops(TOKEN_COMPACT, &[FileOp::SyncDirectory])
+                .map(|()| 0),
             Phase::Slots { run, loaded } => {
                 let (_, sealed) = job.runs[*run];
                 let first = sealed.slot_first + *loaded;
@@ -267,6 +272,7 @@ impl<D: Disk> Journal<D> {
             (Phase::CopyCreate, DiskOp::File) => Phase::Slots { run: 0, loaded: 0 },
             (Phase::IndexCreate(writer), DiskOp::File) => Phase::IndexWrite(writer),
             (Phase::SwapSegment(writer), DiskOp::File) => Phase::SwapIndex(writer),
+            (Phase::SwapIndex(writer), DiskOp::File) => Phase::SwapIndexSync(writer),
             (Phase::Write { length, written }, DiskOp::Write)
                 if written + self.compaction.in_flight_length < length =>
             {

@@ -59,13 +59,12 @@ impl<D: Disk> Journal<D> {
         self.compaction.in_flight_length = 0;
     }
 
-    /// The copy replaced S: memory switches to it. Should its index have failed to take the
-    /// old one's name, memory still switches (the index is durable under its temporary name),
-    /// and the next open rebuilds S's index, whose generation no longer matches.
+    /// The copy and its index replaced S's (`Phase::SwapIndex` retries a failed index
+    /// rename until it is done): memory switches to them.
     pub(super) fn compact_swapped(&mut self) {
         let job = self.compaction.job.take().expect("a job runs");
         let segment = job.segment;
-        let Phase::SwapIndex(writer) = job.phase else {
+        let Phase::SwapIndexSync(writer) = job.phase else {
             unreachable!("swapped");
         };
         let (slot_table_offset, slot_count) = writer.slot_table();
