@@ -7,7 +7,10 @@
 #   2. restart (SIGTERM, start again on the data), page cache dropped, and the same write load
 #      starts again (new ledgers, one HdrHistogram interval a second);
 #   3. BUSY_READ_DELAY_S (4) later, one ledger of the fill (its first) is read alone, in entry
-#      order, every entry checked (`reads --ledger ID`); BUSY_CONTROL_S (10) of writes alone;
+#      order, every entry checked (`reads --ledger ID`), and, where it holds less than
+#      BUSY_ONE_READ_MIN_MB (640, about 3 s of reading; one ledger of 50 holds 72 MB, of 500
+#      7.6 MB), the next ledgers after it, one at a time (`--ledger A,B,...`);
+#      BUSY_CONTROL_S (10) of writes alone;
 #   4. every ledger of the fill read at once (`reads`, all checked); BUSY_CONTROL_S alone again;
 #   5. the writer stopped, the server stopped.
 # Measured, all in that one server run: the writers' p99 before the first read, during each
@@ -26,7 +29,8 @@
 #
 # Usage: scripts/busy_reads.sh RELEASE_DIR RESULTS_DIR
 # Env: BUSY_LEDGERS ("50 500"), BUSY_RATE (60000), BUSY_FILL_S (60), BUSY_READ_DELAY_S (4),
-#   BUSY_CONTROL_S (10), BUSY_SERVER_ARGS (extra `ringlog serve` flags), BOOKIE (ringlog),
+#   BUSY_CONTROL_S (10), BUSY_ONE_READ_MIN_MB (640), BUSY_SERVER_ARGS (extra `ringlog serve`
+#   flags), BOOKIE (ringlog),
 #   BUSY_READER_NICE (0: the reader's nice level; on a host where the clients share the
 #   bookie's cores, 19 shows how much of the writers' p99 during a read is the reader
 #   client's CPU, which in production runs on another machine),
@@ -44,7 +48,7 @@ release=$(cd "$release" && pwd)
 ledger_counts=${BUSY_LEDGERS:-50 500} rate=${BUSY_RATE:-60000} fill_s=${BUSY_FILL_S:-60}
 read_delay_s=${BUSY_READ_DELAY_S:-4} control_s=${BUSY_CONTROL_S:-10}
 reader_nice=${BUSY_READER_NICE:-0} writer_poll_us=${BUSY_WRITER_POLL_US:-0}
-load_settle_s=${BUSY_LOAD_SETTLE_S:-3}
+load_settle_s=${BUSY_LOAD_SETTLE_S:-3} one_read_min_mb=${BUSY_ONE_READ_MIN_MB:-640}
 bookie=${BOOKIE:-ringlog}
 read -ra server_args <<<"${BUSY_SERVER_ARGS:-}"
 
@@ -57,6 +61,8 @@ read -ra counts <<<"$ledger_counts"
   die "BUSY_READER_NICE must be a nice level 0..19, not '$reader_nice'"
 [[ $writer_poll_us =~ ^[0-9]+$ && $writer_poll_us -le 10000 ]] ||
   die "BUSY_WRITER_POLL_US must be 0..10000 microseconds, not '$writer_poll_us'"
+[[ $one_read_min_mb =~ ^[0-9]+$ && $one_read_min_mb -le 1000000 ]] ||
+  die "BUSY_ONE_READ_MIN_MB must be 0..1000000 MB, not '$one_read_min_mb'"
 [[ $load_settle_s =~ ^[0-9]+$ && $load_settle_s -le 600 ]] ||
   die "BUSY_LOAD_SETTLE_S must be 0..600 seconds, not '$load_settle_s'"
 for value in "${counts[@]}" "$rate" "$fill_s" "$read_delay_s" "$control_s"; do
@@ -205,11 +211,31 @@ bookie_restart() {
   fi
 }
 
+# The ledgers the one-ledger read reads in turn, comma-separated: the fill's first, and the
+# ones after it (in the log's order) until their payload is BUSY_ONE_READ_MIN_MB. One ledger
+# of 500 is 7.6 MB, read in about 25 ms, one of 50 in about 0.4 s: too short a phase to set
+# the writers' p99 beside (one or two interval histograms), so the read goes on into the next
+# ledgers, as a consumer of one topic reads its ledgers in turn.
+one_read_ledgers() {
+  awk -v min="$((one_read_min_mb * 1000000))" '
+    /^#/ { next }
+    !($1 in bytes) { order[count++] = $1 }
+    { bytes[$1] += $4 }
+    END {
+      for (i = 0; i < count; i++) {
+        line = line (i ? "," : "") order[i]
+        total += bytes[order[i]]
+        if (total >= min) break
+      }
+      print line
+    }' "$fill_log"
+}
+
 # One catch-up read, $1 = one | all, of the fill's log; its lines time-stamped, its JSON and
 # the disk bytes around it in $prefix-read-$1.*.
 catchup_read() {
   local kind=$1 flags=() before after counters_before counters_after started ended
-  [[ $kind == one ]] && flags=(--ledger "$(awk '!/^#/ { print $1; exit }' "$fill_log")")
+  [[ $kind == one ]] && flags=(--ledger "$(one_read_ledgers)")
   before=$(process_io "$pid")
   counters_before=$(server_counters)
   started=$(date +%s.%N)

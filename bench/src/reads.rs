@@ -63,10 +63,13 @@ pub struct ReadsArgs {
     #[arg(long, requires = "deleted")]
     pub deleted_out: Option<PathBuf>,
     /// Read only this ledger's logged entries, in entry order, as a catch-up consumer of one
-    /// topic does (the report's MB/s is then that ledger's read rate). Default: every
-    /// ledger in the log, all at once.
-    #[arg(long, conflicts_with = "deleted")]
-    pub ledger: Option<i64>,
+    /// topic does (the report's MB/s is then that ledger's read rate). Repeated, or a
+    /// comma-separated list: those ledgers one after another (in ledger id order, each in
+    /// entry order), as that consumer reads a topic's ledgers in turn, for a read long enough
+    /// to time beside other load when each ledger is small. Default: every ledger in the log,
+    /// all at once.
+    #[arg(long, conflicts_with = "deleted", value_delimiter = ',')]
+    pub ledger: Vec<i64>,
     /// Milliseconds to wait after the verify log is loaded, before connecting. Loading a
     /// large log reads, parses and sorts it (a second and hundreds of MB for 3.6M entries);
     /// a benchmark that times the reads beside other load uses this to keep that out of the
@@ -91,8 +94,8 @@ pub fn run(args: &ReadsArgs) -> Result<(), String> {
         .map(DeletedLedgers::read)
         .transpose()?;
     let mut entries = sorted_unique(contents.entries)?;
-    if let Some(ledger) = args.ledger {
-        entries = entries_of_ledger(entries, ledger)?;
+    if !args.ledger.is_empty() {
+        entries = entries_of_ledgers(entries, &args.ledger)?;
     }
     if let Some(deleted) = &deleted {
         entries = entries_to_read(entries, deleted, args.deleted_only);
@@ -142,13 +145,21 @@ pub fn run(args: &ReadsArgs) -> Result<(), String> {
     checker.verdict()
 }
 
-/// The logged entries of `ledger` (`--ledger`), in entry order; an error if the log has none.
-fn entries_of_ledger(entries: Vec<LoggedEntry>, ledger: i64) -> Result<Vec<LoggedEntry>, String> {
+/// The logged entries of `ledgers` (`--ledger`), by (ledger, entry) as `entries` is sorted;
+/// an error naming the first of them the log has no entry of.
+fn entries_of_ledgers(
+    entries: Vec<LoggedEntry>,
+    ledgers: &[i64],
+) -> Result<Vec<LoggedEntry>, String> {
+    let wanted: std::collections::BTreeSet<i64> = ledgers.iter().copied().collect();
     let kept: Vec<LoggedEntry> = entries
         .into_iter()
-        .filter(|entry| entry.ledger_id == ledger)
+        .filter(|entry| wanted.contains(&entry.ledger_id))
         .collect();
-    if kept.is_empty() {
+    let absent = ledgers
+        .iter()
+        .find(|&&ledger| !kept.iter().any(|entry| entry.ledger_id == ledger));
+    if let Some(ledger) = absent {
         return Err(format!(
             "--ledger {ledger}: the verify log has no entry of it"
         ));
@@ -311,6 +322,7 @@ impl<'a> Checker<'a> {
                 entries,
                 ledgers,
                 if args.batch { BATCH_COUNT_MAX } else { 1 },
+                !args.ledger.is_empty(),
             ),
             reads: HashMap::with_capacity(requests_max),
             batches: HashMap::with_capacity(requests_max),
@@ -623,11 +635,13 @@ impl<'a> Checker<'a> {
 }
 
 /// The queue: runs of consecutive entries per ledger cut into pieces of `count_max`, in
-/// rounds across ledgers so every connection stays busy, then the entry -1 checks.
+/// rounds across ledgers so every connection stays busy (or, `in_turn`, one ledger after
+/// another, as `--ledger` reads them), then the entry -1 checks.
 fn work_queue(
     entries: &[LoggedEntry],
     ledgers: &[LedgerSummary],
     count_max: usize,
+    in_turn: bool,
 ) -> VecDeque<Work> {
     let mut pieces: Vec<(usize, usize, Work)> = Vec::new();
     let mut index = 0;
@@ -657,7 +671,9 @@ fn work_queue(
         round += 1;
         index += count;
     }
-    pieces.sort_by_key(|&(round, ledger, _)| (round, ledger));
+    if !in_turn {
+        pieces.sort_by_key(|&(round, ledger, _)| (round, ledger));
+    }
     let mut queue: VecDeque<Work> = pieces.into_iter().map(|(_, _, work)| work).collect();
     queue.extend((0..ledgers.len()).map(|ledger| Work::Last { ledger }));
     queue

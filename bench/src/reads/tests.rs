@@ -1,6 +1,6 @@
 //! Tests of what `reads --deleted` reads.
 
-use super::{entries_of_ledger, entries_to_read};
+use super::{entries_of_ledgers, entries_to_read, ledger_summaries, work_queue, Work};
 use crate::deleted_ledgers::DeletedLedgers;
 use crate::verify_log::LoggedEntry;
 
@@ -46,9 +46,39 @@ fn one_ledger_is_read_alone_in_entry_order_and_an_absent_one_is_refused() {
         .map(|(ledger, entry_id)| entry(ledger, entry_id))
         .collect();
     assert_eq!(
-        ids(&entries_of_ledger(entries.clone(), 2).expect("present")),
+        ids(&entries_of_ledgers(entries.clone(), &[2]).expect("present")),
         [(2, 0), (2, 1), (2, 2)]
     );
-    let absent = entries_of_ledger(entries, 9).expect_err("absent");
+    let absent = entries_of_ledgers(entries.clone(), &[9]).expect_err("absent");
     assert!(absent.contains("--ledger 9"), "{absent}");
+    // Several: one after another, each whole, whatever order they were named in; one absent
+    // among them is refused by name.
+    assert_eq!(
+        ids(&entries_of_ledgers(entries.clone(), &[3, 1]).expect("present")),
+        [(1, 0), (1, 1), (3, 0)]
+    );
+    let absent = entries_of_ledgers(entries, &[1, 7, 3]).expect_err("absent");
+    assert!(absent.contains("--ledger 7"), "{absent}");
+}
+
+#[test]
+fn ledgers_named_are_read_one_after_another_and_all_ledgers_in_rounds() {
+    let entries: Vec<LoggedEntry> = [(1, 0), (1, 1), (1, 2), (2, 0), (2, 1)]
+        .into_iter()
+        .map(|(ledger, entry_id)| entry(ledger, entry_id))
+        .collect();
+    let ledgers = ledger_summaries(&entries);
+    let order = |in_turn| -> Vec<(i64, i64)> {
+        work_queue(&entries, &ledgers, 1, in_turn)
+            .into_iter()
+            .filter_map(|work| match work {
+                Work::Entries { first, .. } => {
+                    Some((entries[first].ledger_id, entries[first].entry_id))
+                }
+                Work::Last { .. } => None,
+            })
+            .collect()
+    };
+    assert_eq!(order(true), [(1, 0), (1, 1), (1, 2), (2, 0), (2, 1)]);
+    assert_eq!(order(false), [(1, 0), (2, 0), (1, 1), (2, 1), (1, 2)]);
 }
