@@ -30,7 +30,7 @@ use crate::constants::{
     SEAL_CHUNK_SIZE, SEGMENT_RECYCLE_IDLE_PACES, SEGMENT_RECYCLE_WRITE_IDLE_PACES,
 };
 use crate::disk::{BufferId, Disk, DiskOp, FileOp, WriteSync};
-use crate::ids::{FileId, Sequence};
+use crate::ids::{FileId, SegmentId, Sequence};
 use crate::index::SealedSegment;
 use crate::index_build::{self, IndexWriter, SegmentSpan, SlotSource};
 use crate::stdx::to_u64;
@@ -547,10 +547,10 @@ impl<D: Disk> Journal<D> {
     /// The checkpoint that covers `span` if given (and everything the last one covered).
     fn seal_resume_after(&self, span: Option<SegmentSpan>) -> Resume {
         let resume = self.seal.resume;
-        let advance = span.filter(|span| span.segment.next() > resume.segment);
+        let advance = span.filter(|span| span.segment >= resume.segment);
         let (segment, sequence_next, checksum_previous) = match advance {
             Some(span) => (
-                span.segment.next(),
+                self.segment_after(span.segment),
                 Sequence(span.sequence_last.0 + 1),
                 span.checksum_last,
             ),
@@ -566,6 +566,20 @@ impl<D: Disk> Journal<D> {
             checksum_previous,
             generation: resume.generation + 1,
         }
+    }
+
+    /// The segment the journal went on in after `segment`, which the write head has left:
+    /// the next one waiting to be sealed, or else the active one. Not `segment.next()`: a
+    /// segment whose preparation failed leaves its id unused (ids never repeat), and a
+    /// checkpoint resuming there would name a file that never existed, which the next open
+    /// refuses. Every segment the write head left holding records is queued until it is
+    /// sealed, so none of those is passed over.
+    fn segment_after(&self, segment: SegmentId) -> SegmentId {
+        let queued = self.seal.queue.iter().map(|span| span.segment);
+        queued
+            .chain(std::iter::once(self.commits.write_head().segment))
+            .find(|&next| next > segment)
+            .expect("the active segment is past every sealed one")
     }
 
     /// Builds the checkpoint for the running job.

@@ -283,3 +283,45 @@ fn a_segment_whose_preparation_fails_leaves_no_file_behind() {
         journal.disk_mut().temporaries()
     );
 }
+
+#[test]
+fn a_checkpoint_after_failed_preparations_resumes_at_a_segment_that_exists() {
+    // A failed preparation gives its segment id up (ids never repeat), so the segments
+    // around it are not consecutive. A checkpoint sealing the one before the gap used to
+    // resume at the id after it, a file that never existed: the next open refused the
+    // journal ("needs the segment the checkpoint resumes at").
+    let mut journal = Journal::open(SimDisk::new(12), config(0)).unwrap();
+    let mut model = Model::default();
+    let mut token = 0u64;
+    let mut entry = 0;
+    let mut add_one = |journal: &mut Journal<SimDisk>, model: &mut Model| {
+        if add(journal, model, token, 1, entry, 100) {
+            entry += 1;
+            token = (token + 1) % 9000;
+        }
+        model.apply(&drive(journal));
+        journal.segment_retry_now();
+    };
+    // The active segment and the spare open made are all the disk may hold: the write head
+    // rolls over to the spare, and preparing the next one fails.
+    journal.disk_mut().faults.segments_max = Some(2);
+    while journal.stats().segment_create_failures < 3 {
+        add_one(&mut journal, &mut model);
+    }
+    journal.disk_mut().faults.segments_max = None;
+    // The write head rolls over the gap to the first segment prepared since; the one it
+    // left is sealed, and that checkpoint is the last before the crash.
+    let sealed = journal.stats().segments_sealed;
+    while journal.stats().segments_sealed == sealed {
+        add_one(&mut journal, &mut model);
+    }
+    model.apply(&drive(&mut journal));
+    let ids = super::harness::segments(journal.disk_mut());
+    assert!(
+        ids.windows(2).any(|pair| pair[1].0 > pair[0].0 + 1),
+        "no id left unused: {ids:?}"
+    );
+    let disk = journal.into_disk().crash();
+    let mut journal = Journal::open(disk, config(0)).expect("the checkpoint names a segment");
+    verify_all(&mut journal, &model);
+}
