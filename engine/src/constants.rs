@@ -4,6 +4,10 @@
 /// the disks we target, so no write is a read-modify-write in the device.
 pub const SECTOR_SIZE: usize = 4096;
 
+/// The smaller unit commits may be padded to (`Config::commit_block`, a segment header flag):
+/// the logical block of most NVMe and virtio disks, the least an O_DIRECT write may be.
+pub const COMMIT_BLOCK_SMALL_SIZE: usize = 512;
+
 /// Size of a journal record header (see `record.rs` and docs/format.md).
 pub const RECORD_HEADER_SIZE: usize = 64;
 
@@ -222,6 +226,9 @@ const fn align_up_const(value: usize, alignment: usize) -> usize {
 const _: () = assert!(SECTOR_SIZE.is_power_of_two());
 const _: () = assert!(RECORD_ALIGNMENT.is_power_of_two());
 const _: () = assert!(SECTOR_SIZE % RECORD_ALIGNMENT == 0);
+const _: () = assert!(SECTOR_SIZE % COMMIT_BLOCK_SMALL_SIZE == 0);
+const _: () = assert!(COMMIT_BLOCK_SMALL_SIZE % RECORD_ALIGNMENT == 0);
+const _: () = assert!(COMMIT_BLOCK_SMALL_SIZE >= RECORD_HEADER_SIZE);
 const _: () = assert!(RECORD_HEADER_SIZE % RECORD_ALIGNMENT == 0);
 const _: () = assert!(BATCH_BYTES_MAX % SECTOR_SIZE == 0);
 const _: () = assert!(BATCH_BYTES_MAX >= RECORD_SIZE_MAX + SECTOR_SIZE);

@@ -66,6 +66,13 @@ pub enum OpenError {
         /// The configured segment size.
         expected: u64,
     },
+    /// 512-byte commit blocks are configured (or the active segment has them), and the disk
+    /// refused a 512-byte O_DIRECT read: its logical block is larger, so every commit would
+    /// fail.
+    CommitBlockUnsupported {
+        /// What the read returned.
+        error: io::Error,
+    },
 }
 
 /// What made a record bad.
@@ -126,6 +133,13 @@ impl std::fmt::Display for OpenError {
                  keeps the segment size it was created with (the default changed from 1 GiB \
                  to 256 MiB on 2026-12-03); start with --segment-size {size}",
                 location.segment.0
+            ),
+            OpenError::CommitBlockUnsupported { error } => write!(
+                f,
+                "--commit-block-bytes 512 needs a disk that takes 512-byte direct I/O, and a \
+                 512-byte O_DIRECT read of the active segment failed ({error}): its logical \
+                 block is larger; start with --commit-block-bytes 4096 (if the active segment \
+                 was written with 512-byte blocks, open it on a disk that takes them)"
             ),
         }
     }

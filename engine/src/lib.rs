@@ -47,6 +47,7 @@ pub use journal::{
     AddOptions, CommitInFlight, CommitStage, Event, Journal, ReadOutcome, ReadTarget, Stats,
 };
 pub use recovery::OpenReport;
+pub use segment::CommitBlock;
 
 #[cfg(test)]
 mod tests;

@@ -7,7 +7,7 @@
 //! bytes beyond X, or as the first record of the `COMMITS_IN_FLIGHT_MAX`-th later commit,
 //! cannot have been in flight at the crash, so X lies in durable data: corruption. Otherwise
 //! X is a torn tail that was never acknowledged: it is zeroed and synced, and appends resume
-//! at the next sector boundary.
+//! at the next boundary of the segment's commit block (the sector, or 512 bytes).
 
 use self::sealed::CheckpointLoad;
 use crate::checkpoint::{Resume, ScrubPosition};
@@ -21,8 +21,11 @@ use crate::error::{CorruptReason, OpenError};
 use crate::ids::{FileId, Location, Position, SegmentId, Sequence};
 use crate::index::{Index, Slot};
 use crate::index_build::SegmentSpan;
+use crate::segment::CommitBlock;
 
 mod sealed;
+mod segment_files;
+pub(crate) use self::segment_files::{create_blocking, small_blocks_check};
 use crate::record::{self, RecordError, RecordHeader, RecordKind};
 use crate::stdx::{align_down_u64, align_up_u64, to_u64, to_usize};
 use std::io;
@@ -103,6 +106,9 @@ pub(crate) struct Recovered {
     /// The active segment and the spares whose files were recycled (stale records, not
     /// zeros, past their data).
     pub recycled: Vec<SegmentId>,
+    /// The active segment and the spares whose commits are padded to 512 bytes
+    /// (`CommitBlock::Small`); the others' are padded to the sector.
+    pub small_blocks: Vec<SegmentId>,
     pub segment_id_max: SegmentId,
     pub torn_tail_truncated: bool,
     /// Sequence of the active segment's first record (the next one if it has none).
@@ -157,13 +163,7 @@ pub(crate) fn recover<D: Disk>(
                 missing: "every segment it covers",
             });
         }
-        create_blocking(
-            disk,
-            SegmentId(0),
-            config.segment_size,
-            config.segment_zero_fill,
-            buffer,
-        )?;
+        create_blocking(disk, SegmentId(0), config, buffer)?;
         disk.file_open(FileId::Segment(SegmentId(0)))
             .map_err(io_error("opening segment"))?;
         return Ok(Recovered {
@@ -174,6 +174,10 @@ pub(crate) fn recover<D: Disk>(
             checksum_previous: 0,
             spares: Vec::new(),
             recycled: Vec::new(),
+            small_blocks: match config.commit_block {
+                CommitBlock::Small => vec![SegmentId(0)],
+                CommitBlock::Sector => Vec::new(),
+            },
             segment_id_max: SegmentId(0),
             torn_tail_truncated: false,
             active_sequence_first: Sequence(1),
@@ -275,9 +279,20 @@ pub(crate) fn recover<D: Disk>(
         });
     }
     let segments_scanned = &segments[first..];
-    let stop = scan_records(&mut window, segments_scanned, size, &mut scan)?;
+    let blocks: Vec<CommitBlock> = segments_scanned
+        .iter()
+        .map(|segment| files_of[segment].commit_block)
+        .collect();
+    let stop = scan_records(&mut window, segments_scanned, &blocks, size, &mut scan)?;
     let sequence_last = scan.sequence_next.map_or(0, |next| next.0 - 1);
-    let truncated = probe_and_truncate(&mut window, segments_scanned, size, stop, sequence_last)?;
+    let stop_block = blocks[stop.segment_index];
+    let truncated = probe_and_truncate(
+        &mut window,
+        segments_scanned,
+        size,
+        (stop, stop_block),
+        sequence_last,
+    )?;
     let stop_segment = segments_scanned[stop.segment_index];
     report.segments_scanned = stop.segment_index + 1;
     report.bytes_scanned = to_u64(stop.segment_index) * size + stop.position;
@@ -287,14 +302,20 @@ pub(crate) fn recover<D: Disk>(
         .copied()
         .filter(|segment| files_of[segment].recycled)
         .collect();
+    let small_blocks = segments_scanned[stop.segment_index..]
+        .iter()
+        .copied()
+        .filter(|segment| files_of[segment].commit_block == CommitBlock::Small)
+        .collect();
     Ok(Recovered {
         index: scan.index,
         segment_active: stop_segment,
-        position_next: align_up_u64(stop.position, SECTOR),
+        position_next: align_up_u64(stop.position, stop_block.size_u64()),
         sequence_next,
         checksum_previous: scan.checksum_previous,
         spares: segments_scanned[stop.segment_index + 1..].to_vec(),
         recycled,
+        small_blocks,
         segment_id_max: *segments.last().expect("non-empty"),
         torn_tail_truncated: truncated,
         active_sequence_first: scan.segment_sequence_first.unwrap_or(sequence_next),
@@ -314,6 +335,8 @@ pub(crate) struct SegmentFile {
     pub file_size: u64,
     /// The file held a removed segment before: stale records, not zeros, follow its data.
     pub recycled: bool,
+    /// What its commits are padded to.
+    pub commit_block: CommitBlock,
 }
 
 /// Checks a segment's header (and, unless it is a compacted copy, its size) against the
@@ -372,6 +395,7 @@ fn check_segment<D: Disk>(
             generation: recorded.generation,
             file_size,
             recycled: recorded.recycled,
+            commit_block: recorded.commit_block,
         }),
         Err(crate::segment::SegmentHeaderError::Version(version)) => {
             Err(OpenError::FormatVersion {
@@ -387,13 +411,18 @@ fn check_segment<D: Disk>(
 fn scan_records<D: Disk>(
     window: &mut Window<'_, D>,
     segments: &[SegmentId],
+    blocks: &[CommitBlock],
     size: u64,
     scan: &mut Scan,
 ) -> Result<Stop, OpenError> {
+    assert_eq!(segments.len(), blocks.len());
     let mut segment_index = 0;
     let mut position = to_u64(SEGMENT_HEADER_SIZE);
     loop {
         let segment = segments[segment_index];
+        // Commits start on the segment's block boundaries, so padding runs to the next one
+        // and no record starts past a boundary that holds none.
+        let block = blocks[segment_index].size_u64();
         let stop = |reason| {
             Ok(Stop {
                 segment_index,
@@ -409,8 +438,8 @@ fn scan_records<D: Disk>(
         };
         match step {
             Ok(advance) => position += advance,
-            Err(RecordError::Zero) if position % SECTOR != 0 && !at_end => {
-                let boundary = align_up_u64(position, SECTOR);
+            Err(RecordError::Zero) if position % block != 0 && !at_end => {
+                let boundary = align_up_u64(position, block);
                 let gap = to_usize(boundary - position);
                 let padding = window
                     .bytes(segment, position, gap)
@@ -420,9 +449,9 @@ fn scan_records<D: Disk>(
                 }
                 position = boundary;
             }
-            Err(error) if position % SECTOR == 0 || at_end => {
+            Err(error) if position % block == 0 || at_end => {
                 // End of this segment's data: zeros, the end of the file, or (in a recycled
-                // segment) a sector of the stale records of its earlier life, which name
+                // segment) a block of the stale records of its earlier life, which name
                 // another segment. The log goes on only if the next segment starts with the
                 // expected record: then nothing after this point was ever part of it.
                 // Otherwise the scan stops here and the probe tells a torn tail from
@@ -452,7 +481,7 @@ fn scan_records<D: Disk>(
                         sequence_first,
                         sequence_last: Sequence(next.0 - 1),
                         checksum_last: scan.checksum_previous,
-                        data_end: align_up_u64(position, SECTOR),
+                        data_end: align_up_u64(position, block),
                         generation: 0,
                     });
                 }
@@ -578,14 +607,16 @@ fn probe_and_truncate<D: Disk>(
     window: &mut Window<'_, D>,
     segments: &[SegmentId],
     size: u64,
-    stop: Stop,
+    (stop, stop_block): (Stop, CommitBlock),
     sequence_last: u64,
 ) -> Result<bool, OpenError> {
     let stop_location = Location {
         segment: segments[stop.segment_index],
         position: Position(stop.position),
     };
-    let stop_sector_end = align_up_u64(stop.position, SECTOR);
+    // Appends resume at the next block boundary: the rest of the stop's block is never
+    // written again and must read as padding.
+    let stop_block_end = align_up_u64(stop.position, stop_block.size_u64());
     // End (exclusive) of what must be zeroed past the stop, per segment index.
     let mut dirty_end: Vec<(usize, u64)> = Vec::new();
     let mut scanned: u64 = 0;
@@ -624,14 +655,14 @@ fn probe_and_truncate<D: Disk>(
             let own = record::decode_header(bytes)
                 .ok()
                 .filter(|(header, _)| header.location == location);
-            // What must be zeroed: the rest of the sector the scan stopped in (it is never
+            // What must be zeroed: the rest of the block the scan stopped in (it is never
             // rewritten, and its padding must read as zeros), and every header that names
             // the place it lies in, which a later scan could take for a record. Anything else
             // cannot pass a record's checks; in a recycled segment that is the stale records
             // of its earlier life (other segment ids), which are left alone.
-            let in_stop_sector = segment_index == stop.segment_index && position < stop_sector_end;
+            let in_stop_block = segment_index == stop.segment_index && position < stop_block_end;
             let non_zero = bytes.iter().take(RECORD_ALIGNMENT).any(|&byte| byte != 0);
-            if own.is_some() || (in_stop_sector && non_zero) {
+            if own.is_some() || (in_stop_block && non_zero) {
                 dirty = Some(position + to_u64(RECORD_ALIGNMENT));
             }
             let evidence = position != stop.position || segment_index != stop.segment_index;
@@ -705,40 +736,4 @@ fn zero_range<D: Disk>(
         .disk
         .sync_blocking(FileId::Segment(segment))
         .map_err(io_error("syncing torn tail"))
-}
-
-/// Creates, zero-fills, syncs and publishes a segment with blocking calls (only at open, for
-/// an empty journal; later segments are prepared asynchronously).
-pub(crate) fn create_blocking<D: Disk>(
-    disk: &mut D,
-    segment: SegmentId,
-    size: u64,
-    zero_fill: bool,
-    buffer: BufferId,
-) -> Result<(), OpenError> {
-    let file = FileId::Segment(segment);
-    disk.file_create(file, size)
-        .map_err(io_error("creating segment"))?;
-    let chunk = to_u64(RECOVERY_CHUNK_SIZE);
-    disk.buffer_mut(buffer).fill(0);
-    // Without zero-fill the fallocated extents stay unwritten and read as zeros.
-    let mut position = if zero_fill { 0 } else { size };
-    while position < size {
-        let length = to_usize((size - position).min(chunk));
-        disk.write_blocking(file, position, buffer, length)
-            .map_err(io_error("zero-filling segment"))?;
-        position += to_u64(length);
-    }
-    crate::segment::encode_segment_header(
-        &mut disk.buffer_mut(buffer)[..SEGMENT_HEADER_SIZE],
-        segment,
-        size,
-        false,
-    );
-    disk.write_blocking(file, 0, buffer, SEGMENT_HEADER_SIZE)
-        .map_err(io_error("writing segment header"))?;
-    disk.sync_blocking(file)
-        .map_err(io_error("syncing segment"))?;
-    disk.file_publish(file)
-        .map_err(io_error("publishing segment"))
 }

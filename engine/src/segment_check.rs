@@ -15,6 +15,7 @@ use crate::constants::{RECORD_ALIGNMENT, RECORD_HEADER_SIZE, SECTOR_SIZE};
 use crate::ids::{LedgerId, Location, Position, SegmentId, Sequence};
 use crate::index_file::{self, FileFormatError, IndexHeader, Run};
 use crate::record::{self, RecordError, RecordHeader};
+use crate::segment::CommitBlock;
 use crate::stdx::{align_down_u64, align_up_u64, to_u64, to_usize};
 
 const SECTOR: u64 = SECTOR_SIZE as u64;
@@ -113,6 +114,8 @@ pub struct ResyncNeed {
 #[derive(Clone, Copy, Debug)]
 pub struct RecordScan {
     segment: SegmentId,
+    /// The segment's commit block in bytes: padding runs to the next boundary of it.
+    block: u64,
     file_size: u64,
     position: u64,
     ended: bool,
@@ -125,13 +128,20 @@ enum Bytes<'a> {
 }
 
 impl RecordScan {
-    /// A scan of segment `segment`, whose file is `file_size` bytes, from `position` (a
-    /// record's start: the first one is at the end of the segment header).
+    /// A scan of segment `segment`, whose file is `file_size` bytes and whose commits are
+    /// padded to `block` (its header says which), from `position` (a record's start: the
+    /// first one is at the end of the segment header).
     #[must_use]
-    pub fn new(segment: SegmentId, file_size: u64, position: u64) -> RecordScan {
+    pub fn new(
+        segment: SegmentId,
+        file_size: u64,
+        position: u64,
+        block: CommitBlock,
+    ) -> RecordScan {
         assert!(position % to_u64(RECORD_ALIGNMENT) == 0);
         RecordScan {
             segment,
+            block: block.size_u64(),
             file_size,
             position,
             ended: false,
@@ -153,11 +163,11 @@ impl RecordScan {
             if !self.ended
                 && !room_for_header
                 && position < self.file_size
-                && position % SECTOR != 0
+                && position % self.block != 0
             {
-                // The last record ends within the file's last sector, too close to its end for
+                // The last record ends within the file's last block, too close to its end for
                 // another header: the rest is the commit's zero padding, and the data runs to
-                // the end of the sector, as the index's data end says.
+                // the end of the block, as the index's data end says.
                 let gap = to_usize(self.file_size - position);
                 match self.bytes(chunk, position, gap) {
                     Bytes::Need { start, length } => return ScanStep::Need { start, length },
@@ -185,8 +195,8 @@ impl RecordScan {
                     self.position += record.size;
                     return ScanStep::Record(record);
                 }
-                Err(WalkBad::Record(RecordError::Zero)) if position % SECTOR != 0 => {
-                    let boundary = align_up_u64(position, SECTOR).min(self.file_size);
+                Err(WalkBad::Record(RecordError::Zero)) if position % self.block != 0 => {
+                    let boundary = align_up_u64(position, self.block).min(self.file_size);
                     let gap = to_usize(boundary - position);
                     match self.bytes(chunk, position, gap) {
                         Bytes::Need { start, length } => return ScanStep::Need { start, length },

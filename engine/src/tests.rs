@@ -1,6 +1,7 @@
 //! Unit tests of the engine, kept out of the library files.
 
 mod allocation;
+mod commit_block;
 mod compact;
 mod delete;
 mod disk_full;

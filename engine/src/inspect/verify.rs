@@ -356,7 +356,8 @@ fn records_check(
             // Past the data an index records lie zeros, a recycled segment's stale records or
             // torn fragments of an old crash; before it, nothing but records and padding.
             let past_end = data_end.is_some_and(|data_end| position.0 >= data_end);
-            let stale = data_end.is_none() && walk.header().recycled && position.0 % 4096 == 0;
+            let block = walk.header().commit_block.size_u64();
+            let stale = data_end.is_none() && walk.header().recycled && position.0 % block == 0;
             if !past_end && !stale {
                 return Ok(Err((
                     Some(position.0),

@@ -94,7 +94,12 @@ impl SegmentWalk {
             buffer: vec![0u8; RECOVERY_CHUNK_SIZE],
             buffer_start: 0,
             buffer_length: 0,
-            scan: RecordScan::new(segment, file_size, to_u64(SEGMENT_HEADER_SIZE)),
+            scan: RecordScan::new(
+                segment,
+                file_size,
+                to_u64(SEGMENT_HEADER_SIZE),
+                header.commit_block,
+            ),
         })
     }
 

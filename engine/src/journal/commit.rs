@@ -11,9 +11,7 @@
 use super::reads::Cached;
 use super::{Event, Journal, TOKEN_COMMIT};
 use crate::config::{Config, SyncMode};
-use crate::constants::{
-    BATCH_BYTES_MAX, BATCH_RECORDS_MAX, MASTER_KEY_SIZE, SECTOR_SIZE, SEGMENT_HEADER_SIZE,
-};
+use crate::constants::{BATCH_BYTES_MAX, BATCH_RECORDS_MAX, MASTER_KEY_SIZE, SEGMENT_HEADER_SIZE};
 use crate::disk::{BufferId, Disk, DiskOp, SubmitError, WriteSync};
 use crate::error::AddError;
 use crate::ids::{
@@ -22,6 +20,7 @@ use crate::ids::{
 use crate::index::Slot;
 use crate::index_build::SegmentSpan;
 use crate::record::{self, RecordHeader, RecordKind};
+use crate::segment::CommitBlock;
 use crate::stdx::{align_up, to_u64};
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -58,7 +57,7 @@ pub struct CommitInFlight {
     pub segment: SegmentId,
     /// Byte position of the commit in its segment.
     pub position: u64,
-    /// Bytes written (sector-aligned).
+    /// Bytes written (a whole number of the segment's commit blocks).
     pub bytes: usize,
     pub records: usize,
     pub stage: CommitStage,
@@ -86,7 +85,7 @@ pub(super) struct WriteHead {
     pub segment: SegmentId,
     /// Where the next commit opens: the end of the last one submitted.
     pub position_next: u64,
-    /// The sector-aligned end of the staging commit, or `position_next` if none stages.
+    /// The block-aligned end of the staging commit, or `position_next` if none stages.
     pub staged_end: u64,
 }
 
@@ -130,6 +129,8 @@ pub(super) struct Commits {
     /// Commit buffers neither staging, in flight, nor in the read cache.
     buffers_free: Vec<BufferId>,
     segment_active: SegmentId,
+    /// What commits in `segment_active` are padded to (its header says which).
+    commit_block: CommitBlock,
     /// Where the next commit opens in `segment_active`.
     position_next: u64,
     sequence_next: Sequence,
@@ -149,11 +150,13 @@ pub(super) struct Commits {
 
 impl Commits {
     /// An idle pipeline whose next record is `sequence_next`, chained to `checksum_previous`,
-    /// at `position_next` of `segment_active`.
+    /// at `position_next` of `segment_active`, whose commits are padded to `commit_block`.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn new(
         config: &Config,
         buffers_free: Vec<BufferId>,
         segment_active: SegmentId,
+        commit_block: CommitBlock,
         position_next: u64,
         sequence_next: Sequence,
         checksum_previous: u32,
@@ -183,6 +186,7 @@ impl Commits {
             staging: None,
             buffers_free,
             segment_active,
+            commit_block,
             position_next,
             sequence_next,
             checksum_previous,
@@ -258,13 +262,13 @@ impl Commits {
         })
     }
 
-    /// The staging commit's segment and sector-aligned byte range, if it holds records, a
+    /// The staging commit's segment and block-aligned byte range, if it holds records, a
     /// commit slot is free to submit it, and it may go beside the commits in flight.
     ///
     /// A commit goes beside another in flight only with `overlap_bytes_min` of records (0 by
     /// default: always); a smaller one waits for the commits in flight to complete (their
     /// completion submits it, with every add that arrived meanwhile: no timer). Every commit
-    /// is padded to whole sectors, and a second slot taken by every small batch halves the
+    /// is padded to whole blocks, and a second slot taken by every small batch halves the
     /// batches: at 10k 1 KiB adds/s the journal wrote 3.6 bytes per byte of adds, 2.3-3.0
     /// with a minimum of 4-32 KiB, for about twice the adds' p99 (docs/durability.md,
     /// "Commit padding"). Large batches overlap either way, which is what the second slot is
@@ -279,12 +283,12 @@ impl Commits {
         if in_flight > 0 && commit.length < self.overlap_bytes_min {
             return None;
         }
-        let end = commit.position + to_u64(align_up(commit.length, SECTOR_SIZE));
+        let end = commit.position + to_u64(align_up(commit.length, self.commit_block.size()));
         Some((commit.segment, commit.position, end))
     }
 
     /// Where the durable records of `segment` end: the first commit not yet durable on it
-    /// starts there (commits start on sector boundaries), or the write head, or, for a
+    /// starts there (commits start on block boundaries), or the write head, or, for a
     /// segment the write head has left, the segment's end.
     pub(super) fn durable_end(&self, segment: SegmentId) -> u64 {
         let first_pending = self
@@ -302,7 +306,7 @@ impl Commits {
     pub(super) fn write_head(&self) -> WriteHead {
         let staged_end = self.staging.map_or(self.position_next, |slot| {
             let commit = &self.slots[slot];
-            commit.position + to_u64(align_up(commit.length, SECTOR_SIZE))
+            commit.position + to_u64(align_up(commit.length, self.commit_block.size()))
         });
         WriteHead {
             segment: self.segment_active,
@@ -324,7 +328,8 @@ impl Commits {
 
     fn fits(&self, slot: usize, size: usize, records: usize) -> bool {
         let commit = &self.slots[slot];
-        let end = commit.position + to_u64(align_up(commit.length + size, SECTOR_SIZE));
+        let block = self.commit_block.size();
+        let end = commit.position + to_u64(align_up(commit.length + size, block));
         commit.length + size <= BATCH_BYTES_MAX
             && commit.records.len() + records <= BATCH_RECORDS_MAX
             && end <= self.segment_size
@@ -378,7 +383,7 @@ impl<D: Disk> Journal<D> {
             self.stats.staging_full += 1;
             return Err(AddError::StagingFull);
         }
-        let end = commits.position_next + to_u64(align_up(size, SECTOR_SIZE));
+        let end = commits.position_next + to_u64(align_up(size, commits.commit_block.size()));
         if end > commits.segment_size {
             let Some(spare) = self.segments.spare_take() else {
                 self.stats.staging_full += 1;
@@ -406,6 +411,7 @@ impl<D: Disk> Journal<D> {
                     .segment_written(spare.segment, commits.segment_size);
             }
             commits.segment_active = spare.segment;
+            commits.commit_block = spare.commit_block;
             commits.position_next = to_u64(SEGMENT_HEADER_SIZE);
             commits.segment_sequence_first = commits.sequence_next;
         }
@@ -511,7 +517,7 @@ impl<D: Disk> Journal<D> {
         let slot = self.commits.staging.expect("a staging commit");
         let commit = &mut self.commits.slots[slot];
         assert!(!commit.records.is_empty());
-        let aligned = align_up(commit.length, SECTOR_SIZE);
+        let aligned = align_up(commit.length, self.commits.commit_block.size());
         let end = commit.position + to_u64(aligned);
         if self.zero_ahead.blocks(commit.segment, commit.position, end) {
             // Its completion brings the shard back to `submit` within milliseconds.

@@ -73,6 +73,7 @@ use crate::ids::{EntryId, FileId, LedgerId};
 use crate::index::{Index, Ledger};
 use crate::record::{self, RecordKind};
 use crate::recovery::OpenReport;
+use crate::segment::CommitBlock;
 use crate::stdx::{align_up, to_u64, to_usize};
 
 // A disk token is the kind of operation (which state machine owns it) and the owner's slot.
@@ -173,16 +174,29 @@ impl<D: Disk> Journal<D> {
             // One ready spare before serving: the first rollover never waits, and no zero-fill
             // runs behind the first segment's commits.
             let spare = recovered.segment_id_max.next();
-            let (size, zero_fill) = (config.segment_size, config.segment_zero_fill);
-            crate::recovery::create_blocking(&mut disk, spare, size, zero_fill, buffer_id(0))?;
+            crate::recovery::create_blocking(&mut disk, spare, &config, buffer_id(0))?;
             disk.file_open(FileId::Segment(spare))
                 .map_err(|error| OpenError::Io {
                     operation: "opening segment",
                     error,
                 })?;
             recovered.spares.push(spare);
+            if config.commit_block == CommitBlock::Small {
+                recovered.small_blocks.push(spare);
+            }
             recovered.segment_id_max = spare;
         }
+        crate::recovery::small_blocks_check(&mut disk, &config, &recovered, buffer_id(0))?;
+        let active_block = recovered.commit_block_of(recovered.segment_active);
+        let spares: Vec<Spare> = recovered
+            .spares
+            .iter()
+            .map(|&segment| Spare {
+                segment,
+                recycled: recovered.recycled.contains(&segment),
+                commit_block: recovered.commit_block_of(segment),
+            })
+            .collect();
         let read_buffers = commit_buffers..commit_buffers + config.reads_in_flight_max;
         let reads = Reads::new(
             read_buffers.map(buffer_id),
@@ -194,6 +208,7 @@ impl<D: Disk> Journal<D> {
             &config,
             (0..commit_buffers).rev().map(buffer_id).collect(),
             recovered.segment_active,
+            active_block,
             recovered.position_next,
             recovered.sequence_next,
             recovered.checksum_previous,
@@ -215,11 +230,12 @@ impl<D: Disk> Journal<D> {
             recovered.seal_queue,
             recovered.scrub,
         );
-        let spares = recovered.spares.iter().map(|&segment| Spare {
-            segment,
-            recycled: recovered.recycled.contains(&segment),
-        });
-        let segments = Segments::new(spares.collect(), recovered.segment_id_max, header_buffer);
+        let segments = Segments::new(
+            spares,
+            recovered.segment_id_max,
+            header_buffer,
+            config.commit_block,
+        );
         let zero_ahead_enabled = config.zero_ahead && !config.segment_zero_fill;
         let mut zero_ahead = ZeroAhead::new(zero_ahead_enabled, recovered.segment_active);
         if recovered.recycled.contains(&recovered.segment_active) {
@@ -230,7 +246,7 @@ impl<D: Disk> Journal<D> {
             torn_tail_truncations: u64::from(recovered.torn_tail_truncated),
             ..Stats::default()
         };
-        assert!(recovered.position_next % to_u64(SECTOR_SIZE) == 0);
+        assert!(recovered.position_next % active_block.size_u64() == 0);
         assert!(recovered.position_next >= to_u64(SEGMENT_HEADER_SIZE));
         let mut journal = Journal {
             disk,
@@ -693,11 +709,17 @@ impl<D: Disk> Journal<D> {
     }
 
     /// Where the bytes a read may use of `segment` end: a sealed segment's file, or the
-    /// durable records of one still being written (a read-ahead window never reads past it).
+    /// durable records of one still being written (a read-ahead window never reads past it),
+    /// down to a sector boundary: with 512-byte commit blocks they may end inside a sector
+    /// whose rest a commit in flight is writing, and a window holding that sector would keep
+    /// its bytes from before the write. The records there are read alone or from the cache.
     fn readable_end(&self, segment: crate::ids::SegmentId) -> u64 {
         match self.index.sealed_segment(segment) {
             Some(table) => table.file_size,
-            None => self.commits.durable_end(segment),
+            None => {
+                let end = self.commits.durable_end(segment);
+                crate::stdx::align_down_u64(end, to_u64(SECTOR_SIZE))
+            }
         }
     }
 

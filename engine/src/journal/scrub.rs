@@ -40,6 +40,7 @@ use crate::constants::{
 use crate::disk::{BufferId, Disk, SubmitError};
 use crate::ids::{EntryId, FileId, LedgerId, SegmentId};
 use crate::index_file::{self, IndexHeader, Run};
+use crate::segment::CommitBlock;
 use crate::segment_check::{ChainCheck, Damage, RecordScan, RunsHeld, WalkBad};
 use crate::stdx::to_u64;
 
@@ -425,7 +426,13 @@ impl<D: Disk> Journal<D> {
                 header: None,
                 held_expected: None,
                 held: 0,
-                scan: RecordScan::new(segment, table.file_size, to_u64(SEGMENT_HEADER_SIZE)),
+                // The sector's rule until the segment header names its block.
+                scan: RecordScan::new(
+                    segment,
+                    table.file_size,
+                    to_u64(SEGMENT_HEADER_SIZE),
+                    CommitBlock::Sector,
+                ),
                 chain: ChainCheck::default(),
                 records_damaged: false,
                 runs: Vec::new(),

@@ -27,6 +27,7 @@ use crate::config::Config;
 use crate::constants::{SEGMENT_HEADER_SIZE, ZERO_CHUNK_SIZE, ZERO_WRITES_IN_FLIGHT_MAX};
 use crate::disk::{BufferId, Disk, DiskOp, FileOp, WriteSync};
 use crate::ids::{FileId, SegmentId};
+use crate::segment::CommitBlock;
 use crate::stdx::{to_u64, to_usize};
 use std::collections::VecDeque;
 
@@ -80,6 +81,8 @@ pub(crate) struct Spare {
     pub segment: SegmentId,
     /// Its file held a removed segment (stale records, not zeros, past its data).
     pub recycled: bool,
+    /// What its commits are padded to (its header says so).
+    pub commit_block: CommitBlock,
 }
 
 /// The segments of one journal beyond the active one.
@@ -101,10 +104,17 @@ pub(super) struct Segments {
     publish_sync_failed: bool,
     /// One sector for the header of the segment being prepared.
     header_buffer: BufferId,
+    /// The block the segments prepared from now on pad their commits to (`Config`).
+    commit_block: CommitBlock,
 }
 
 impl Segments {
-    pub(super) fn new(spares: Vec<Spare>, id_max: SegmentId, header_buffer: BufferId) -> Segments {
+    pub(super) fn new(
+        spares: Vec<Spare>,
+        id_max: SegmentId,
+        header_buffer: BufferId,
+        commit_block: CommitBlock,
+    ) -> Segments {
         assert!(spares.iter().all(|spare| spare.segment <= id_max));
         Segments {
             spares: spares.into_iter().collect(),
@@ -114,6 +124,7 @@ impl Segments {
             submits_since_create_failure: 0,
             publish_sync_failed: false,
             header_buffer,
+            commit_block,
         }
     }
 
@@ -183,6 +194,7 @@ impl Segments {
                     prepare.segment,
                     size,
                     prepare.recycled,
+                    self.commit_block,
                 );
                 let buffer = self.header_buffer;
                 let (length, sync) = (SEGMENT_HEADER_SIZE, WriteSync::Dsync);
@@ -379,7 +391,12 @@ impl Segments {
                 let (segment, recycled) = (prepare.segment, prepare.recycled);
                 self.prepare = None;
                 self.publish_sync_failed = false;
-                self.spares.push_back(Spare { segment, recycled });
+                let commit_block = self.commit_block;
+                self.spares.push_back(Spare {
+                    segment,
+                    recycled,
+                    commit_block,
+                });
                 self.read_only = false;
                 stats.segments_created += 1;
             }

@@ -234,17 +234,18 @@ fn rebuild<D: Disk>(
         spans: Vec::new(),
     };
     let size = file.file_size;
+    let block = file.commit_block.size_u64();
     let mut position = to_u64(SEGMENT_HEADER_SIZE);
     while position + to_u64(RECORD_HEADER_SIZE) <= size {
         match next_record(window, segment, position, &mut alone)? {
             Ok(advance) => position += advance,
-            Err(RecordError::Zero) if position % to_u64(SECTOR_SIZE) != 0 => {
-                position = align_up_u64(position, to_u64(SECTOR_SIZE));
+            Err(RecordError::Zero) if position % block != 0 => {
+                position = align_up_u64(position, block);
             }
             Err(RecordError::Zero) => break,
             // A recycled segment's data ends where the stale records of its earlier life
             // begin; that is only corruption if a record of this segment follows.
-            Err(_) if file.recycled && position % to_u64(SECTOR_SIZE) == 0 => {
+            Err(_) if file.recycled && position % block == 0 => {
                 let expected = alone.sequence_next.unwrap_or(Sequence(0));
                 if !own_records_after(window, segment, position, size, expected)? {
                     break;
@@ -275,7 +276,7 @@ fn rebuild<D: Disk>(
             .sequence_next
             .map_or(Sequence(0), |next| Sequence(next.0 - 1)),
         checksum_last: alone.checksum_previous,
-        data_end: align_up_u64(position, to_u64(SECTOR_SIZE)),
+        data_end: align_up_u64(position, block),
         generation: file.generation,
     };
     let mut index = alone.index;

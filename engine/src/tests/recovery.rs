@@ -185,7 +185,13 @@ fn checksummed_but_impossible_records_are_bad_records_not_panics() {
     for (entry, sequence) in [(-5i64, 1u64), (i64::MAX, 1), (5_000_000, 1), (0, u64::MAX)] {
         let size = 256 * 1024usize;
         let mut image = vec![0u8; size];
-        crate::segment::encode_segment_header(&mut image[..4096], SegmentId(0), size as u64, false);
+        crate::segment::encode_segment_header(
+            &mut image[..4096],
+            SegmentId(0),
+            size as u64,
+            false,
+            crate::CommitBlock::Sector,
+        );
         let payload = [1u8; 40];
         let header = RecordHeader {
             kind: RecordKind::Entry,

@@ -44,11 +44,26 @@ struct Coverage {
     scrub_segments: u64,
     /// Damaged entries a reopened journal found in its checkpoint.
     damaged_reopened: u64,
+    /// Opens that truncated a torn tail with commits padded to 512 bytes, and crashes after
+    /// such a journal reused a dead segment (stale records right past a 512-byte boundary).
+    small_block_torn_tails: u64,
+    small_block_crashes_after_recycling: u64,
 }
 
 /// Runs one seed; returns what it exercised.
 fn run_seed(seed: u64) -> Coverage {
     let mut rng = SimRng::new(seed);
+    // Commits padded to the sector or to 512 bytes (half the seeds each), from a generator
+    // of its own (below). Crashes tear at 512 bytes or inside, so a torn commit may end in
+    // the block an acknowledged one shares its sector with. Small blocks pad the seeds' small
+    // commits several times less, so their segments are a quarter of the size: they fill,
+    // die and are reused as often as the others'.
+    let small_blocks = SimRng::new(seed ^ 0x0B10_C512).below(2) == 0;
+    let (commit_block, segment_size) = if small_blocks {
+        (crate::CommitBlock::Small, config_small().segment_size / 4)
+    } else {
+        (crate::CommitBlock::Sector, config_small().segment_size)
+    };
     let config = Config {
         commits_in_flight_max: 1 + crate::stdx::to_usize(rng.below(4)),
         // Small batches side by side (half the seeds), only beside full sectors, or only
@@ -56,6 +71,8 @@ fn run_seed(seed: u64) -> Coverage {
         // seed covered before the rule existed, stay as they were.
         commit_overlap_bytes_min: [0, 0, 4096, 32 * 1024]
             [crate::stdx::to_usize(SimRng::new(seed ^ 0x0C0A_1E5C).below(4))],
+        commit_block,
+        segment_size,
         read_cache_buffers: crate::stdx::to_usize(rng.below(3)),
         sync_mode: if rng.below(2) == 0 {
             crate::SyncMode::Dsync
@@ -106,6 +123,9 @@ fn run_seed(seed: u64) -> Coverage {
         let mut journal = Journal::open(disk, config.clone())
             .unwrap_or_else(|error| panic!("round {round}: open failed: {error}"));
         coverage.opens_from_checkpoint += u64::from(journal.open_report().checkpoint.is_some());
+        let small_blocks = config.commit_block == crate::CommitBlock::Small;
+        coverage.small_block_torn_tails +=
+            u64::from(small_blocks && journal.stats().torn_tail_truncations > 0);
         for ledger in &deleted_durable {
             assert!(
                 journal.ledger(LedgerId(*ledger)).is_none(),
@@ -237,6 +257,9 @@ fn run_seed(seed: u64) -> Coverage {
         coverage.crashes_while_compacting += u64::from(journal.compaction_running());
         coverage.segments_recycled += stats.segments_recycled;
         coverage.crashes_after_recycling += u64::from(stats.segments_recycled > 0);
+        coverage.small_block_crashes_after_recycling += u64::from(
+            config.commit_block == crate::CommitBlock::Small && stats.segments_recycled > 0,
+        );
         coverage.space_waits += stats.space_waits;
         coverage.crashes_while_compacting_under_pressure +=
             u64::from(journal.compaction_running() && journal.disk_pressure_per_mille() > 0);
@@ -289,6 +312,9 @@ fn simulation() {
                 total.collector_waits += coverage.collector_waits;
                 total.scrub_segments += coverage.scrub_segments;
                 total.damaged_reopened += coverage.damaged_reopened;
+                total.small_block_torn_tails += coverage.small_block_torn_tails;
+                total.small_block_crashes_after_recycling +=
+                    coverage.small_block_crashes_after_recycling;
             }
             Err(_) => {
                 println!("seed {seed} FAILED; reproduce: make sim SEED={seed}");
@@ -325,6 +351,14 @@ fn simulation() {
             "no crash in the middle of a compaction"
         );
         assert!(total.segments_recycled > 0, "no dead segment reused");
+        assert!(
+            total.small_block_torn_tails > 0,
+            "no torn tail in commits padded to 512 bytes"
+        );
+        assert!(
+            total.small_block_crashes_after_recycling > 0,
+            "no crash after a journal of 512-byte commit blocks reused a segment"
+        );
         assert!(
             total.crashes_after_recycling > 0,
             "no crash after a segment was reused"

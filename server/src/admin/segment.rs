@@ -49,13 +49,15 @@ pub fn run(args: &SegmentArgs, out: &mut impl Write) -> Result<Outcome, AdminErr
     line(
         out,
         format_args!(
-            "segment file={} id={} size={} segment_size={} generation={} recycled={}",
+            "segment file={} id={} size={} segment_size={} generation={} recycled={} \
+             commit_block={}",
             path.display(),
             segment.0,
             walk.file_size(),
             header.size,
             header.generation,
-            if header.recycled { "yes" } else { "no" }
+            if header.recycled { "yes" } else { "no" },
+            header.commit_block.size()
         ),
     )?;
     let mut outcome = Outcome::Clean;

@@ -32,6 +32,7 @@ impl ServeArgs {
             segment_size: self.segment_size.or(file.segment_size),
             commits_in_flight: self.commits_in_flight.or(file.commits_in_flight),
             commit_overlap_min_kib: self.commit_overlap_min_kib.or(file.commit_overlap_min_kib),
+            commit_block_bytes: self.commit_block_bytes.or(file.commit_block_bytes),
             sync_mode: self.sync_mode.or(file.sync_mode),
             frame_size_max: self.frame_size_max.or(file.frame_size_max),
             connections_max: self.connections_max.or(file.connections_max),

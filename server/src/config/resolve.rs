@@ -44,6 +44,7 @@ impl ServeArgs {
                 .commits_in_flight
                 .unwrap_or(engine::Config::default().commits_in_flight_max),
             commit_overlap_bytes_min: commit_overlap_bytes_min(self.commit_overlap_min_kib)?,
+            commit_block: commit_block(self.commit_block_bytes)?,
             sync_mode: match self.sync_mode.unwrap_or(SyncModeName::Dsync) {
                 SyncModeName::LinkedFdatasync => engine::SyncMode::LinkedFdatasync,
                 SyncModeName::Dsync => engine::SyncMode::Dsync,
@@ -494,6 +495,20 @@ fn commit_overlap_bytes_min(kib: Option<u64>) -> Result<usize, ConfigError> {
             expected: "0..=8192",
         }),
     }
+}
+
+/// What commits are padded to, from `--commit-block-bytes`.
+fn commit_block(bytes: Option<u64>) -> Result<engine::CommitBlock, ConfigError> {
+    let Some(bytes) = bytes else {
+        return Ok(engine::CommitBlock::default());
+    };
+    usize::try_from(bytes)
+        .ok()
+        .and_then(engine::CommitBlock::of_size)
+        .ok_or(ConfigError::OutOfBounds {
+            option: "--commit-block-bytes",
+            expected: "4096 or 512",
+        })
 }
 
 /// Dead segments a journal keeps for reuse, from `--segment-recycle-max`; by default 4 GiB of

@@ -57,6 +57,7 @@ fn defaults_and_bounds() {
     assert_eq!(config.journal.disk_reserve, 128 << 20);
     assert_eq!(config.journal.commits_in_flight_max, 2);
     assert_eq!(config.journal.commit_overlap_bytes_min, 0);
+    assert_eq!(config.journal.commit_block, engine::CommitBlock::Sector);
     assert_eq!(config.journal.sync_mode, engine::SyncMode::Dsync);
     assert!(config.direct_io);
     assert_eq!(config.idle_timeout.as_millis(), 600_000);
@@ -100,6 +101,23 @@ fn defaults_and_bounds() {
     .resolve(&[0])
     .expect("32 KiB is in bounds");
     assert_eq!(overlap.journal.commit_overlap_bytes_min, 32 * 1024);
+    for (bytes, block) in [
+        (512, Some(engine::CommitBlock::Small)),
+        (4096, Some(engine::CommitBlock::Sector)),
+        (1024, None),
+        (0, None),
+    ] {
+        let resolved = bad(ServeArgs {
+            commit_block_bytes: Some(bytes),
+            ..ServeArgs::default()
+        })
+        .resolve(&[0]);
+        assert_eq!(
+            resolved.ok().map(|c| c.journal.commit_block),
+            block,
+            "{bytes}"
+        );
+    }
     assert!(bad(ServeArgs {
         idle_timeout_ms: Some(10),
         ..ServeArgs::default()

@@ -23,6 +23,7 @@ fn help_explains_every_option_with_its_default() {
         "--config",
         "--segment-size",
         "--commits-in-flight",
+        "--commit-block-bytes",
         "--sync-mode",
         "--frame-size-max",
         "--connections-max",
@@ -90,6 +91,18 @@ fn bad_flags_and_values_exit_1_with_a_message() {
     assert!(String::from_utf8(output.stderr)
         .unwrap()
         .contains("--data-dir"));
+    // A commit block other than the two a segment header can name.
+    let args = [
+        "serve",
+        "--data-dir",
+        "/nonexistent",
+        "--commit-block-bytes",
+        "1024",
+    ];
+    let output = ringlog(&args);
+    assert_eq!(output.status.code(), Some(1));
+    let message = String::from_utf8(output.stderr).unwrap();
+    assert!(message.contains("--commit-block-bytes") && message.contains("4096 or 512"));
 }
 
 #[test]

@@ -5,7 +5,7 @@
 use super::{DamageFound, DamagedRange, Job, Next, Phase};
 use crate::constants::{
     RECORD_HEADER_SIZE, SCRUB_DAMAGED_RANGES_MAX, SCRUB_DAMAGE_EVENTS_PER_READ_MAX,
-    SCRUB_LEARNED_MAX, SCRUB_READ_SIZE, SECTOR_SIZE,
+    SCRUB_LEARNED_MAX, SCRUB_READ_SIZE, SECTOR_SIZE, SEGMENT_HEADER_SIZE,
 };
 use crate::digest::{digest_check, DigestCheck, DigestKind};
 use crate::disk::Disk;
@@ -16,8 +16,8 @@ use crate::record::RecordError;
 use crate::record::RecordKind;
 use crate::segment::decode_segment_header;
 use crate::segment_check::{
-    index_header_check, index_page_check, index_runs_check, Chunk, Damage, Found, RunsHeld,
-    ScanStep, WalkBad, WalkEnd,
+    index_header_check, index_page_check, index_runs_check, Chunk, Damage, Found, RecordScan,
+    RunsHeld, ScanStep, WalkBad, WalkEnd,
 };
 use crate::stdx::{align_up_u64, to_u64, to_usize};
 
@@ -178,10 +178,20 @@ impl<D: Disk> Journal<D> {
                         };
                     }
                     let sector = &chunk.bytes[..SECTOR_SIZE.min(chunk.bytes.len())];
-                    let sound = decode_segment_header(sector, job.segment)
-                        .is_ok_and(|header| header.generation == job.generation);
-                    if !sound {
-                        report((Some(0), Damage::SegmentHeader), segment_file, None);
+                    let header = decode_segment_header(sector, job.segment)
+                        .ok()
+                        .filter(|header| header.generation == job.generation);
+                    match header {
+                        // Where the segment's padding ends depends on its commit block.
+                        Some(header) => {
+                            job.scan = RecordScan::new(
+                                job.segment,
+                                job.file_size,
+                                to_u64(SEGMENT_HEADER_SIZE),
+                                header.commit_block,
+                            );
+                        }
+                        None => report((Some(0), Damage::SegmentHeader), segment_file, None),
                     }
                     job.phase = Phase::Records;
                 }
