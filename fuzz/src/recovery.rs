@@ -9,7 +9,7 @@ use engine::constants::{
     RECORD_ALIGNMENT, RECORD_HEADER_SIZE, RECORD_PAYLOAD_SIZE_MAX, SEGMENT_HEADER_SIZE,
 };
 use engine::record::{self, RecordHeader, RecordKind};
-use engine::segment::encode_segment_header;
+use engine::segment::{encode_segment_header, CommitBlock};
 use engine::{
     Config, EntryId, Event, Journal, LedgerId, Location, Position, ReadError, ReadOutcome,
     ReadTarget, SegmentId, Sequence, SimDisk,
@@ -31,7 +31,9 @@ const READ_TOKEN: u64 = 7;
 ///   header, and every record found in it (magic `RLGR`, a known kind, a payload that fits)
 ///   gets both checksums recomputed, its identity set to where it lies and its hash-chain link
 ///   set to the record before it. Sequence, ids, flags and sizes stay the input's: the fuzzer
-///   can change the fields recovery trusts once the checksums match.
+///   can change the fields recovery trusts once the checksums match;
+/// - with bit 2 set, the valid header has flag bit 1 (commits padded to 512 bytes), so the
+///   scan runs by 512-byte blocks instead of sectors.
 #[must_use]
 pub fn segment_image(data: &[u8]) -> Vec<u8> {
     let size = usize::try_from(RECOVERY_SEGMENT_SIZE).expect("small");
@@ -46,7 +48,12 @@ pub fn segment_image(data: &[u8]) -> Vec<u8> {
     bytes[start..start + kept].copy_from_slice(&input[..kept]);
     if mode & 0b01 == 0 {
         let sector = &mut bytes[..SEGMENT_HEADER_SIZE];
-        encode_segment_header(sector, SegmentId(0), RECOVERY_SEGMENT_SIZE, false);
+        let block = if mode & 0b100 == 0 {
+            CommitBlock::Sector
+        } else {
+            CommitBlock::Small
+        };
+        encode_segment_header(sector, SegmentId(0), RECOVERY_SEGMENT_SIZE, false, block);
     }
     if mode & 0b11 == 0 {
         records_repair(&mut bytes, start + kept);
