@@ -146,12 +146,14 @@ pub trait Disk {
         offset: usize,
     );
 
-    /// Published files of every kind, sorted by `FileId`. Temporaries of any kind are files
-    /// whose preparation a crash cut short: they are deleted, and the directory synced if any
-    /// was, so a later crash cannot bring them back.
+    /// Published files of every kind, and the segments' compacted copies
+    /// (`FileId::SegmentCompacted`, which rest under a temporary name: an unfinished copy, or
+    /// the old file a swap kept for reuse, which the journal tells apart), sorted by `FileId`.
+    /// Other temporaries are files whose preparation a crash cut short: they are deleted, and
+    /// the directory synced if any was, so a later crash cannot bring them back.
     fn files_list(&mut self) -> io::Result<Vec<FileId>>;
-    /// Opens a published file (replacing a descriptor already open for `id`) and returns its
-    /// size.
+    /// Opens a file where it rests (its published name; a compacted copy's temporary one),
+    /// replacing a descriptor already open for `id`, and returns its size.
     fn file_open(&mut self, id: FileId) -> io::Result<u64>;
     /// Creates the temporary file of `id` (deleting a stale temporary of that name first) and,
     /// if `size` > 0, allocates `size` bytes for it. From here on `id` addresses the temporary

@@ -2,7 +2,8 @@
 //!
 //! Every file is written under its temporary name (the published name + `.tmp`) and renamed to
 //! its published name only once it is complete and synced, so a published name always means a
-//! whole file; temporaries left by a crash are deleted at open (`Disk::files_list`).
+//! whole file; temporaries left by a crash are deleted at open (`Disk::files_list`), except a
+//! segment's compacted copy, which the journal keeps for reuse if it is a swap's old file.
 
 use crate::ids::{FileId, SegmentId};
 use std::fmt;
@@ -82,6 +83,19 @@ pub fn parse_file_name(name: &str) -> Option<FileId> {
     };
     // One name per file: a second spelling of an id would let two files claim it.
     assert_eq!(file_name(id), name);
+    Some(id)
+}
+
+/// Parses the name a segment's compacted copy rests under, `0000000007.segment.compacted.tmp`
+/// (`resting_file_name`): listed at open, where the journal keeps or deletes it.
+#[must_use]
+pub fn parse_segment_compacted_name(name: &str) -> Option<FileId> {
+    let stem = name
+        .strip_suffix(TEMPORARY_SUFFIX)?
+        .strip_suffix(COMPACTED_SUFFIX)?;
+    let id = FileId::SegmentCompacted(parse_id(stem.strip_suffix(SEGMENT_SUFFIX)?)?);
+    // One name per file, as for published names.
+    assert_eq!(resting_file_name(id), name);
     Some(id)
 }
 

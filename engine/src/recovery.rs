@@ -109,6 +109,9 @@ pub(crate) struct Recovered {
     /// The active segment and the spares whose commits are padded to 512 bytes
     /// (`CommitBlock::Small`); the others' are padded to the sector.
     pub small_blocks: Vec<SegmentId>,
+    /// Segments whose old file a compaction's swap kept for reuse before the restart, oldest
+    /// first (`segment_files::replaced_sort_out`).
+    pub replaced: Vec<SegmentId>,
     pub segment_id_max: SegmentId,
     pub torn_tail_truncated: bool,
     /// Sequence of the active segment's first record (the next one if it has none).
@@ -156,6 +159,9 @@ pub(crate) fn recover<D: Disk>(
         })
         .collect();
     let has_checkpoint = files.contains(&FileId::Checkpoint);
+    // Kept old files are reused only beside segments of their own journal.
+    let reuse = !segments.is_empty();
+    let replaced = segment_files::replaced_sort_out(disk, config, &files, reuse, buffer);
     if segments.is_empty() {
         if has_checkpoint {
             return Err(OpenError::Missing {
@@ -178,6 +184,7 @@ pub(crate) fn recover<D: Disk>(
                 CommitBlock::Small => vec![SegmentId(0)],
                 CommitBlock::Sector => Vec::new(),
             },
+            replaced,
             segment_id_max: SegmentId(0),
             torn_tail_truncated: false,
             active_sequence_first: Sequence(1),
@@ -316,6 +323,7 @@ pub(crate) fn recover<D: Disk>(
         spares: segments_scanned[stop.segment_index + 1..].to_vec(),
         recycled,
         small_blocks,
+        replaced,
         segment_id_max: *segments.last().expect("non-empty"),
         torn_tail_truncated: truncated,
         active_sequence_first: scan.segment_sequence_first.unwrap_or(sequence_next),

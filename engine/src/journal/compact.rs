@@ -27,7 +27,8 @@
 //!
 //! The rename (or exchange) of the segment is the commit point. Before it, a crash leaves S
 //! untouched and the temporaries are deleted at open (after an exchange, the temporary is
-//! S's old file, deleted at open as well); after it, an index of the old generation no longer
+//! S's old file, which open keeps for reuse when it is a whole journal segment:
+//! `recovery/segment_files.rs`); after it, an index of the old generation no longer
 //! matches its segment's header, and open rebuilds it from the copy. Nothing is lost (every
 //! live record is in S or in the durable copy) and nothing is duplicated (one file holds S).
 //!

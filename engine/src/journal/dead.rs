@@ -25,9 +25,10 @@
 //! rather than three times (zero-ahead of a new segment too), and no unlink of a whole segment
 //! runs beside the commits. Those replaced files count against the same budget, are used
 //! first (they need neither a durable deletion nor an index unlink), and are removed like dead
-//! segments once not wanted. They rest under the copy's temporary name, so a crash leaves
-//! temporaries that the next open deletes, and their segment is not compacted again before
-//! they are gone (the next copy would be written under that name).
+//! segments once not wanted. They rest under the copy's temporary name, which the next open
+//! keeps when it holds a whole journal segment (`recovery/segment_files.rs`) and deletes
+//! otherwise, and their segment is not compacted again before they are gone (the next copy
+//! would be written under that name).
 //!
 //! Both go through the ring (`Disk::submit_file_ops`): an unlink of a whole segment makes
 //! the file system free its extents, tens of milliseconds on the shard thread as a blocking
@@ -54,6 +55,16 @@ pub(super) struct DeadFiles {
 }
 
 impl DeadFiles {
+    /// Nothing leaving yet, and the old files kept before a restart (`Recovered::replaced`),
+    /// oldest first, for reuse or removal as if this run had kept them.
+    pub(super) fn new(replaced: Vec<SegmentId>) -> DeadFiles {
+        DeadFiles {
+            removing: None,
+            recycling: None,
+            replaced: replaced.into(),
+        }
+    }
+
     /// Old files kept by compaction's swaps for reuse, not yet reused or removed.
     pub(super) fn replaced_count(&self) -> usize {
         self.replaced.len()
@@ -198,7 +209,8 @@ impl<D: Disk> Journal<D> {
     }
 
     /// Starts removing the oldest replaced file beyond the budget, if there is one. No
-    /// directory sync: should a crash bring it back, it is a temporary the open deletes.
+    /// directory sync: should a crash bring it back, the open keeps it again, and it is
+    /// removed again here.
     fn replaced_remove(&mut self) -> bool {
         let kept_max = self.recycle_keep_max();
         if self.dead.replaced.len() <= kept_max {
@@ -292,7 +304,8 @@ impl<D: Disk> Journal<D> {
     /// durably (`done`), or it failed, and a dead segment is still dead in the index
     /// (whatever of its files is left is removed later; a missing file counts as removed). A
     /// replaced file is given up either way: if it still rests under its temporary name, the
-    /// next copy of its segment truncates it, or the next open deletes it.
+    /// next copy of its segment truncates it, or the next open keeps it again (or deletes it
+    /// if it is no longer a whole journal segment).
     pub(super) fn segment_recycle_done(&mut self, done: bool) {
         match self.dead.recycling.take().expect("a reuse runs") {
             RecycleSource::Dead(segment) => {

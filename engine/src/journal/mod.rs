@@ -259,7 +259,7 @@ impl<D: Disk> Journal<D> {
             index_pages: IndexPages::new(config.index_cache_pages),
             compaction,
             scrub,
-            dead: dead::DeadFiles::default(),
+            dead: dead::DeadFiles::new(recovered.replaced),
             pressure: pressure::Pressure::new(),
             open_report: recovered.report,
             events: Vec::with_capacity(

@@ -179,7 +179,12 @@ impl Seal {
         self.removals_allowed = Some(count);
         self.paces_since_reuse = self.paces_since_reuse.saturating_add(1);
         if bytes_written == self.bytes_written_at_pace {
-            self.paces_since_write = self.paces_since_write.saturating_add(1);
+            // Not before the first commit since open: a restarted bookie's writers are still
+            // coming back, and the files kept before the restart are for their segments (the
+            // 10 s rule still gives them back if no writer comes).
+            if bytes_written > 0 {
+                self.paces_since_write = self.paces_since_write.saturating_add(1);
+            }
         } else {
             self.paces_since_write = 0;
             self.bytes_written_at_pace = bytes_written;

@@ -1,6 +1,7 @@
-//! The blocking segment-file work of an open: creating the first segment or a spare, and
-//! checking that the disk takes the 512-byte writes of `CommitBlock::Small`. Later segments
-//! are prepared through the ring (`journal/segments.rs`).
+//! The blocking segment-file work of an open: creating the first segment or a spare,
+//! checking that the disk takes the 512-byte writes of `CommitBlock::Small`, and sorting out
+//! the segments' compacted copies a restart found. Later segments are prepared through the
+//! ring (`journal/segments.rs`).
 
 use super::{io_error, Recovered};
 use crate::config::Config;
@@ -11,6 +12,57 @@ use crate::ids::{FileId, SegmentId};
 use crate::segment::CommitBlock;
 use crate::stdx::{to_u64, to_usize};
 use std::io;
+
+/// Sorts out the segments' compacted copies `files` lists and returns the segments whose old
+/// file a swap kept for reuse, oldest first (none unless `reuse`: a journal without segments
+/// deletes them all). A copy is kept only when its header is a
+/// journal segment's (generation 0) for the same id and segment size, and its file is whole
+/// (the segment size): what a swap's name exchange left under the copy's name, which
+/// `journal/dead.rs` reuses as it does at run time. Anything else is an unfinished copy (its
+/// header carries a later generation, or none yet) or cannot be reused, and is deleted.
+/// Before 2026-12-08 open deleted them all, and each restart's first segments were new files
+/// that zero-ahead wrote once more.
+pub(crate) fn replaced_sort_out<D: Disk>(
+    disk: &mut D,
+    config: &Config,
+    files: &[FileId],
+    reuse: bool,
+    buffer: BufferId,
+) -> Vec<SegmentId> {
+    let mut kept = Vec::new();
+    for &file in files {
+        let FileId::SegmentCompacted(segment) = file else {
+            continue;
+        };
+        if reuse && replaced_reusable(disk, config, segment, buffer) {
+            kept.push(segment);
+        } else {
+            // What is left of it is harmless: a later open deletes it again.
+            disk.file_discard(file);
+        }
+    }
+    kept
+}
+
+/// True when `segment`'s compacted copy is a whole journal segment of its own id (above).
+fn replaced_reusable<D: Disk>(
+    disk: &mut D,
+    config: &Config,
+    segment: SegmentId,
+    buffer: BufferId,
+) -> bool {
+    let file = FileId::SegmentCompacted(segment);
+    if disk.file_open(file).ok() != Some(config.segment_size) {
+        return false;
+    }
+    let read = disk.read_blocking(file, 0, buffer, SEGMENT_HEADER_SIZE);
+    if read.ok() != Some(SEGMENT_HEADER_SIZE) {
+        return false;
+    }
+    let sector = &disk.buffer(buffer)[..SEGMENT_HEADER_SIZE];
+    crate::segment::decode_segment_header(sector, segment)
+        .is_ok_and(|header| header.generation == 0 && header.size == config.segment_size)
+}
 
 /// Creates, zero-fills, syncs and publishes a segment with blocking calls (only at open, for
 /// an empty journal; later segments are prepared asynchronously).

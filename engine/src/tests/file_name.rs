@@ -77,3 +77,22 @@ fn file_ids_sort_segments_then_index_files_then_the_checkpoint() {
     ];
     assert_eq!(ids, expected);
 }
+
+#[test]
+fn a_segments_compacted_copy_is_parsed_from_its_resting_name_only() {
+    use crate::file_name::{parse_segment_compacted_name, resting_file_name};
+    let id = FileId::SegmentCompacted(SegmentId(7));
+    let name = resting_file_name(id);
+    assert_eq!(name, "0000000007.segment.compacted.tmp");
+    assert_eq!(parse_segment_compacted_name(&name), Some(id));
+    for other in [
+        "0000000007.segment.compacted",
+        "0000000007.index.compacted.tmp",
+        "0000000007.segment.tmp",
+        "7.segment.compacted.tmp",
+        "garbage.segment.compacted.tmp",
+        "0000000007.segment",
+    ] {
+        assert_eq!(parse_segment_compacted_name(other), None, "{other:?}");
+    }
+}

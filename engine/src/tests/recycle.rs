@@ -271,7 +271,28 @@ fn sorted_segments_hand_their_old_files_to_the_next_segments() {
     assert_eq!(journal.disk_mut().temporaries(), kept);
     verify_all(&mut journal, &model);
     let disk = journal.into_disk().crash();
+    let mut journal = Journal::open(disk, config.clone()).unwrap();
+    // Whole journal segments under the copies' names: the open keeps them for reuse, where
+    // it used to delete them and the next segments were new files, zeroed once more.
+    assert!(kept > 0);
+    assert_eq!(journal.replaced_files_kept(), kept);
+    assert_eq!(journal.disk_mut().temporaries(), kept);
+    verify_all(&mut journal, &model);
+    fill_each(&mut journal, &mut model, &[4], 2000);
+    let stats = journal.stats().clone();
+    // The kept files are taken before any new one is made.
+    let taken = kept.min(stats.segments_created as usize);
+    assert!(
+        stats.segments_recycled as usize >= taken,
+        "{kept} kept: {stats:?}"
+    );
+    verify_all(&mut journal, &model);
+    // And again after a restart that finds them in use or gone.
+    let disk = journal.into_disk().crash();
     let mut journal = Journal::open(disk, config).unwrap();
-    assert_eq!(journal.disk_mut().temporaries(), 0, "the open deleted them");
+    assert_eq!(
+        journal.disk_mut().temporaries(),
+        journal.replaced_files_kept()
+    );
     verify_all(&mut journal, &model);
 }

@@ -5,7 +5,10 @@ use crate::constants::ZERO_CHUNK_SIZE;
 use crate::disk::{
     BufferId, Disk, DiskCompletion, DiskOp, DiskToken, FileOp, SubmitError, WriteSync,
 };
-use crate::file_name::{file_name, is_temporary_file_name, parse_file_name, temporary_file_name};
+use crate::file_name::{
+    file_name, is_temporary_file_name, parse_file_name, parse_segment_compacted_name,
+    resting_file_name, temporary_file_name,
+};
 use crate::ids::FileId;
 use io_uring::{opcode, squeue, types};
 use std::cell::RefCell;
@@ -184,6 +187,8 @@ impl Disk for UringDisk {
             let name = name.to_string_lossy();
             if let Some(id) = parse_file_name(&name) {
                 files.push(id);
+            } else if let Some(id) = parse_segment_compacted_name(&name) {
+                files.push(id);
             } else if is_temporary_file_name(&name) {
                 std::fs::remove_file(entry.path())?;
                 removed = true;
@@ -201,7 +206,7 @@ impl Disk for UringDisk {
     }
 
     fn file_open(&mut self, id: FileId) -> io::Result<u64> {
-        let fd = self.open_file(&file_name(id), false)?;
+        let fd = self.open_file(&resting_file_name(id), false)?;
         let file = File::from(fd);
         let size = file.metadata()?.len();
         // "fsync before reading": what recovery reads must be what is durable.

@@ -41,10 +41,11 @@ impl Disk for SimDisk {
     }
 
     fn files_list(&mut self) -> io::Result<Vec<FileId>> {
+        // A segment's compacted copy rests under its temporary name: listed, not deleted.
         let temporaries: Vec<Entry> = self
             .directory_live
             .keys()
-            .filter(|entry| entry.temporary)
+            .filter(|entry| entry.temporary && !matches!(entry.id, FileId::SegmentCompacted(_)))
             .copied()
             .collect();
         if !temporaries.is_empty() {
@@ -62,7 +63,7 @@ impl Disk for SimDisk {
     fn file_open(&mut self, id: FileId) -> io::Result<u64> {
         let index = *self
             .directory_live
-            .get(&Entry::published(id))
+            .get(&Entry::resting(id))
             .ok_or(io::ErrorKind::NotFound)?;
         self.open.insert(id, index);
         Ok(crate::stdx::to_u64(self.files[index].live.len()))
